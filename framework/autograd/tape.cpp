@@ -1,0 +1,87 @@
+// The tape's reverse walk and the gradient accumulation rule; see tape.h.
+#include "framework/autograd/tape.h"
+
+#include <cmath>
+
+namespace tf {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+
+Tape& tape() {
+  thread_local Tape t;
+  return t;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor* t : inputs)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+void Tape::record(std::unique_ptr<Node> node) {
+  for (Tensor& out : node->outputs) {
+    TensorImpl& impl = out.impl();
+    impl.requires_grad = true;
+    impl.is_leaf = false;
+    impl.tape_generation = generation_;
+  }
+  nodes_.push_back(std::move(node));
+}
+
+void Tape::backward(const Tensor& loss) {
+  TF_CHECK(loss.numel() == 1, "backward: the loss must have one element, got shape ", loss.shape(),
+           "; pass a gradient for non-scalar roots");
+  backward(loss, Tensor::full(loss.shape(), 1.0, loss.dtype()));
+}
+
+void Tape::backward(const Tensor& root, const Tensor& root_grad) {
+  TF_CHECK(root.requires_grad() && !root.impl().is_leaf,
+           "backward: ", root.describe(), " was not produced by a recorded op (was it computed under "
+           "NoGradGuard, or from tensors that do not require grad?)");
+  TF_CHECK(root.impl().tape_generation == generation_ && !nodes_.empty(),
+           "backward: the tape that recorded ", root.describe(),
+           " has been cleared; backward may run only once per forward pass");
+  check_same_shape("backward", root, root_grad);
+  NoGradGuard no_grad;  // backward functions may use ops freely: nothing they do is recorded
+  accumulate_grad(root, root_grad);
+  // Newest first; each node is destroyed right after it runs, releasing its saved tensors.
+  while (!nodes_.empty()) {
+    std::unique_ptr<Node> node = std::move(nodes_.back());
+    nodes_.pop_back();
+    bool reached = false;
+    for (const Tensor& out : node->outputs) reached = reached || out.impl().grad != nullptr;
+    if (reached) node->backward();
+    for (Tensor& out : node->outputs) out.impl().grad.reset();  // intermediate: no longer needed
+  }
+  clear();
+}
+
+void Tape::clear() {
+  nodes_.clear();
+  ++generation_;
+}
+
+void accumulate_grad(const Tensor& t, const Tensor& grad) {
+  if (!t.defined() || !t.requires_grad()) return;
+  check_same_shape("accumulate_grad", t, grad);
+  TensorImpl& impl = t.impl();
+  if (!impl.grad) {
+    impl.grad = grad.clone().impl_ptr();
+    return;
+  }
+  dispatch(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* g = Tensor(impl.grad).data<T>();
+    const T* d = grad.data<T>();
+    for (int64_t i = 0, n = grad.numel(); i < n; ++i) g[i] += d[i];
+  });
+}
+
+}  // namespace tf

@@ -1,0 +1,92 @@
+// The autograd tape: a Wengert list of nodes recorded during the forward pass, replayed in reverse.
+//
+// What a node holds: the op's name, its inputs and outputs (Tensor handles), the tensors its
+// backward needs ("saved tensors", as named members of the node's struct) and its typed
+// attributes (also named members). Each op defines its node struct next to its forward function,
+// in the same file, with the same argument names (see framework/ops/).
+//
+// Who owns what: the tape owns its nodes; a node owns handles on its inputs, outputs and saved
+// tensors, which keeps their storage alive until the node has run its backward. backward() runs
+// each node once, newest first, then destroys it, releasing its saved tensors at once; when the
+// walk ends the tape is empty. Gradients of intermediate (non-leaf) tensors are released as soon
+// as the node that produced them has run.
+//
+// The gradient rule: backward functions call accumulate_grad(input, d_input). The first
+// contribution to a tensor's gradient is assigned, later ones are summed, so a tensor used twice
+// receives the sum. Leaf tensors (parameters) keep their gradient across backward calls and keep
+// accumulating (+=) until the optimizer zeroes it.
+//
+// Recording happens only when grad mode is on (see NoGradGuard) and some input requires grad.
+//
+//   Tensor w = Tensor::full({3}, 2.0).set_requires_grad();
+//   Tensor loss = ops::sum(ops::mul(w, w));   // records two nodes
+//   backward(loss);                           // w.grad() == 2 w; the tape is empty again
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace tf {
+
+struct Node {
+  virtual ~Node() = default;
+  virtual const char* op_name() const = 0;
+  // Reads the gradients of `outputs` and calls accumulate_grad on each input that needs one.
+  virtual void backward() = 0;
+  std::vector<Tensor> outputs;
+};
+
+class Tape {
+ public:
+  // Appends a node and marks its outputs as recorded. The op fills node->outputs first.
+  void record(std::unique_ptr<Node> node);
+  void backward(const Tensor& loss);
+  void backward(const Tensor& root, const Tensor& root_grad);  // for non-scalar roots
+  void clear();
+  size_t size() const { return nodes_.size(); }
+  uint64_t generation() const { return generation_; }
+
+ private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+  uint64_t generation_ = 1;  // bumped on every clear, so stale tensors are recognised
+};
+
+Tape& tape();  // this thread's tape
+
+// Grad mode: while a NoGradGuard lives, ops record nothing and outputs do not require grad.
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when an op over these inputs must be recorded.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+template <class... Ts>
+bool needs_grad(const Ts&... inputs) {
+  return needs_grad({&inputs...});
+}
+
+// Records `node` producing `outputs` if grad is needed (the op computed that with needs_grad).
+template <class NodeT>
+void record(std::unique_ptr<NodeT> node, std::vector<Tensor> outputs) {
+  node->outputs = std::move(outputs);
+  tape().record(std::move(node));
+}
+
+// The gradient rule (see the top of this file): assign on first contribution, sum afterwards.
+// Does nothing when `t` does not require grad.
+void accumulate_grad(const Tensor& t, const Tensor& grad);
+
+// backward on this thread's tape.
+inline void backward(const Tensor& loss) { tape().backward(loss); }
+
+}  // namespace tf

@@ -1,0 +1,13 @@
+// The process's oneDNN engine and stream, created once on first use.
+#pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace tf::kernels {
+
+dnnl::engine& onednn_engine();
+dnnl::stream& onednn_stream();
+// Number of primitives created so far (a steady-state training step must create none).
+uint64_t onednn_primitives_created();
+void count_onednn_primitive();
+
+}  // namespace tf::kernels

@@ -1,0 +1,13 @@
+// Gradient-check cases, one function per op family, each defined in <family>_cases.cpp beside the
+// family's ops. Adding an op means adding a case there; cases.cpp gathers the families.
+#pragma once
+#include <vector>
+
+#include "framework/gradcheck.h"
+
+namespace tf::ops {
+
+void add_elementwise_cases(std::vector<OpCase>& cases);
+void add_matmul_cases(std::vector<OpCase>& cases);
+
+}  // namespace tf::ops

@@ -1,0 +1,173 @@
+// matmul and linear, forward and backward side by side, over kernels/matmul.h.
+#include "framework/ops/matmul.h"
+
+#include "framework/autograd/tape.h"
+#include "framework/kernels/matmul.h"
+#include "framework/kernels/mode.h"
+
+namespace tf::ops {
+
+namespace {
+
+// Runs C = op(A) op(B) (or C += when dims.accumulate) with the kernel the dtype and mode select.
+void run_matmul(const kernels::MatmulDims& d, const Tensor& a, const Tensor& b, const Tensor& c) {
+  if (d.batch * d.m * d.n == 0) return;
+  if (d.k == 0) {
+    if (!d.accumulate) c.fill(0.0);
+    return;
+  }
+  dispatch(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (kernels::use_fast<T>())
+      kernels::matmul_fast(d, a.data<float>(), b.data<float>(), c.data<float>());
+    else
+      kernels::matmul_reference<T>(d, a.data<T>(), b.data<T>(), c.data<T>());
+  });
+}
+
+struct MatmulShapes {
+  kernels::MatmulDims dims;
+  Shape out;
+};
+
+MatmulShapes matmul_shapes(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  check_same_dtype("matmul", a, b);
+  TF_CHECK(a.rank() >= 2 && b.rank() >= 2, "matmul: operands must be at least matrices, got ",
+           a.shape(), " and ", b.shape());
+  kernels::MatmulDims d;
+  d.trans_a = trans_a;
+  d.trans_b = trans_b;
+  d.m = trans_a ? a.dim(-1) : a.dim(-2);
+  d.k = trans_a ? a.dim(-2) : a.dim(-1);
+  const int64_t kb = trans_b ? b.dim(-1) : b.dim(-2);
+  d.n = trans_b ? b.dim(-2) : b.dim(-1);
+  TF_CHECK(d.k == kb, "matmul: inner dimensions differ: ", a.shape(), (trans_a ? "^T" : ""), " . ",
+           b.shape(), (trans_b ? "^T" : ""), " (", d.k, " vs ", kb, ")");
+  d.batch = a.shape().numel_before(-2);
+  d.b_broadcast = b.rank() == 2;
+  if (!d.b_broadcast) {
+    bool same_batch = a.rank() == b.rank();
+    for (int i = 0; same_batch && i < a.rank() - 2; ++i) same_batch = a.dim(i) == b.dim(i);
+    TF_CHECK(same_batch, "matmul: batch dimensions differ: ", a.shape(), " vs ", b.shape());
+  }
+  MatmulShapes s{d, a.shape()};
+  s.out[-2] = d.m;
+  s.out[-1] = d.n;
+  return s;
+}
+
+struct MatmulNode : Node {
+  Tensor a, b;  // saved: each operand's gradient needs the other
+  bool trans_a, trans_b;
+  const char* op_name() const override { return "matmul"; }
+  void backward() override {
+    // With C = A B:  dA = dC B^T,  dB = A^T dC; transposed operands swap roles accordingly.
+    const Tensor dc = outputs[0].grad();
+    if (a.requires_grad()) {
+      Tensor da = trans_a ? matmul(b, dc, trans_b, true) : matmul(dc, b, false, !trans_b);
+      accumulate_grad(a, da);
+    }
+    if (b.requires_grad()) {
+      Tensor db;
+      if (b.rank() == 2 && a.rank() > 2) {
+        // b was shared by every batch entry (trans_a is refused there): fold the batch into rows.
+        const Tensor a2 = a.view({a.numel() / a.dim(-1), a.dim(-1)});     // (R, k)
+        const Tensor dc2 = dc.view({dc.numel() / dc.dim(-1), dc.dim(-1)});  // (R, n)
+        db = trans_b ? matmul(dc2, a2, true, false) : matmul(a2, dc2, true, false);
+      } else {
+        db = trans_b ? matmul(dc, a, true, trans_a) : matmul(a, dc, !trans_a, false);
+      }
+      accumulate_grad(b, db);
+    }
+  }
+};
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  const MatmulShapes s = matmul_shapes(a, b, trans_a, trans_b);
+  TF_CHECK(!(s.dims.b_broadcast && a.rank() > 2 && trans_a),
+           "matmul: a transposed batch against a shared matrix is not supported");
+  Tensor out = Tensor::empty(s.out, a.dtype());
+  run_matmul(s.dims, a, b, out);
+  if (needs_grad(a, b)) {
+    auto node = std::make_unique<MatmulNode>();
+    node->a = a;
+    node->b = b;
+    node->trans_a = trans_a;
+    node->trans_b = trans_b;
+    record(std::move(node), {out});
+  }
+  return out;
+}
+
+namespace {
+
+struct LinearNode : Node {
+  Tensor x, weight, bias;  // saved: x for dW, weight for dx
+  const char* op_name() const override { return "linear"; }
+  void backward() override {
+    // y = x W^T + b over rows of x:  dx = dy W,  dW = dy^T x,  db = sum over rows of dy.
+    const Tensor dy = outputs[0].grad();
+    const int64_t rows = x.numel() / x.dim(-1);
+    const Tensor dy2 = dy.view({rows, weight.dim(0)});
+    if (x.requires_grad()) accumulate_grad(x, matmul(dy2, weight).view(x.shape()));
+    if (weight.requires_grad()) accumulate_grad(weight, matmul(dy2, x.view({rows, x.dim(-1)}), true, false));
+    if (bias.defined() && bias.requires_grad()) {
+      Tensor db = Tensor::zeros(bias.shape(), bias.dtype());
+      dispatch(dy.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        const T* g = dy2.data<T>();
+        T* d = db.data<T>();
+        const int64_t n = weight.dim(0);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n; ++j) d[j] += g[r * n + j];
+      });
+      accumulate_grad(bias, db);
+    }
+  }
+};
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  TF_CHECK(weight.rank() == 2 && x.rank() >= 1 && x.dim(-1) == weight.dim(1),
+           "linear: input ", x.describe(), " does not match weight ", weight.describe(),
+           " (expected input (..., ", weight.rank() == 2 ? weight.dim(1) : -1, "))");
+  check_same_dtype("linear", x, weight);
+  if (bias.defined()) {
+    TF_CHECK(bias.rank() == 1 && bias.dim(0) == weight.dim(0), "linear: bias ", bias.describe(),
+             " does not match weight ", weight.describe());
+    check_same_dtype("linear", x, bias);
+  }
+  const int64_t rows = x.numel() / x.dim(-1), out_features = weight.dim(0);
+  Shape out_shape = x.shape();
+  out_shape[-1] = out_features;
+  Tensor out = Tensor::empty(out_shape, x.dtype());
+  kernels::MatmulDims d;
+  d.m = rows;
+  d.k = x.dim(-1);
+  d.n = out_features;
+  d.trans_b = true;
+  if (bias.defined()) {  // start from the bias rows and accumulate the product onto them
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* b = bias.data<T>();
+      T* o = out.data<T>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < out_features; ++j) o[r * out_features + j] = b[j];
+    });
+    d.accumulate = true;
+  }
+  run_matmul(d, x, weight, out);
+  if (needs_grad(x, weight, bias)) {
+    auto node = std::make_unique<LinearNode>();
+    node->x = x;
+    node->weight = weight;
+    node->bias = bias;
+    record(std::move(node), {out});
+  }
+  return out;
+}
+
+}  // namespace tf::ops

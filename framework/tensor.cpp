@@ -1,0 +1,148 @@
+// Tensor storage, factories and copies.
+#include "framework/tensor.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace tf {
+
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+}
+
+const char* dtype_name(DType d) { return d == DType::f32 ? "f32" : "f64"; }
+
+Storage::Storage(size_t n) : nbytes(n) {
+  const size_t rounded = (n + 63) / 64 * 64;  // aligned_alloc wants a multiple of the alignment
+  data = static_cast<std::byte*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded));
+  if (!data) throw std::bad_alloc();
+  ++g_allocations;
+}
+Storage::~Storage() { std::free(data); }
+uint64_t storage_allocation_count() { return g_allocations.load(); }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(shape.numel() * dtype_size(dtype));
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::memset(t.raw_data(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  t.fill(value);
+  return t;
+}
+
+Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  TF_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "from_vector: ", values.size(),
+           " values for shape ", shape);
+  Tensor t = empty(shape, dtype);
+  dispatch(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+  });
+  return t;
+}
+
+void Tensor::fill(double value) const {
+  dispatch(dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* p = data<T>();
+    const T v = static_cast<T>(value);
+    for (int64_t i = 0, n = numel(); i < n; ++i) p[i] = v;
+  });
+}
+
+double Tensor::item() const {
+  TF_CHECK(numel() == 1, "item() of tensor ", describe(), " which has ", numel(), " elements");
+  return at(0);
+}
+
+double Tensor::at(int64_t i) const {
+  TF_CHECK(i >= 0 && i < numel(), "index ", i, " out of range for ", describe());
+  return dispatch(dtype(), [&](auto zero) { return static_cast<double>(data<decltype(zero)>()[i]); });
+}
+
+std::vector<double> Tensor::to_vector() const {
+  std::vector<double> out(numel());
+  dispatch(dtype(), [&](auto zero) {
+    const auto* p = data<decltype(zero)>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = p[i];
+  });
+  return out;
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  TF_CHECK(shape.numel() == numel(), "view: cannot view ", describe(), " as ", shape);
+  auto v = std::make_shared<TensorImpl>();
+  v->storage = impl().storage;
+  v->offset = impl().offset;
+  v->shape = shape;
+  v->dtype = dtype();
+  return Tensor(std::move(v));
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = empty(shape(), dtype());
+  std::memcpy(t.raw_data(), raw_data(), nbytes());
+  return t;
+}
+
+Tensor Tensor::detach() const { return view(shape()); }
+
+Tensor Tensor::to(DType target) const {
+  if (target == dtype()) return *this;
+  Tensor t = empty(shape(), target);
+  t.copy_from(*this);
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) const {
+  TF_CHECK(src.shape() == shape(), "copy_from: shape ", src.shape(), " into ", shape());
+  dispatch(dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* dst = data<T>();
+    dispatch(src.dtype(), [&](auto szero) {
+      const auto* s = src.data<decltype(szero)>();
+      for (int64_t i = 0, n = numel(); i < n; ++i) dst[i] = static_cast<T>(s[i]);
+    });
+  });
+}
+
+Tensor& Tensor::set_requires_grad(bool on) {
+  impl().requires_grad = on;
+  return *this;
+}
+
+Tensor& Tensor::set_name(std::string name) {
+  impl().name = std::move(name);
+  return *this;
+}
+
+std::string Tensor::describe() const {
+  if (!impl_) return "<undefined>";
+  std::string s = impl_->name.empty() ? "" : "'" + impl_->name + "' ";
+  return s + shape().to_string() + " " + dtype_name(dtype());
+}
+
+void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
+  TF_CHECK(a.shape() == b.shape(), op, ": shapes differ: ", a.shape(), " vs ", b.shape());
+  check_same_dtype(op, a, b);
+}
+
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  TF_CHECK(a.dtype() == b.dtype(), op, ": dtypes differ: ", dtype_name(a.dtype()), " vs ",
+           dtype_name(b.dtype()));
+}
+
+}  // namespace tf

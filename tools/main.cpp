@@ -1,0 +1,30 @@
+// The `tapeformer` program: parses the command line and maps errors to messages and exit codes
+// (0 success, 2 bad input or usage, 1 internal failure).
+#include <iostream>
+
+#include "framework/error.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tapeformer: train small transformer language models on the CPU"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  tf::tools::add_gradcheck_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  } catch (const tf::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return exit_code;
+}
