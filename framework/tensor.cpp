@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 
 namespace tf {
@@ -11,7 +12,10 @@ namespace {
 std::atomic<uint64_t> g_allocations{0};
 }
 
-const char* dtype_name(DType d) { return d == DType::f32 ? "f32" : "f64"; }
+const char* dtype_name(DType d) {
+  static const char* names[] = {"f32", "f64", "i32"};
+  return names[static_cast<int>(d)];
+}
 
 Storage::Storage(size_t n) : nbytes(n) {
   const size_t rounded = (n + 63) / 64 * 64;  // aligned_alloc wants a multiple of the alignment
@@ -54,6 +58,13 @@ Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape
   return t;
 }
 
+Tensor Tensor::from_ids(const std::vector<int32_t>& ids, const Shape& shape) {
+  TF_CHECK(static_cast<int64_t>(ids.size()) == shape.numel(), "from_ids: ", ids.size(), " ids for shape ", shape);
+  Tensor t = empty(shape, DType::i32);
+  std::copy(ids.begin(), ids.end(), t.data<int32_t>());
+  return t;
+}
+
 void Tensor::fill(double value) const {
   dispatch(dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -70,11 +81,16 @@ double Tensor::item() const {
 
 double Tensor::at(int64_t i) const {
   TF_CHECK(i >= 0 && i < numel(), "index ", i, " out of range for ", describe());
+  if (dtype() == DType::i32) return data<int32_t>()[i];
   return dispatch(dtype(), [&](auto zero) { return static_cast<double>(data<decltype(zero)>()[i]); });
 }
 
 std::vector<double> Tensor::to_vector() const {
   std::vector<double> out(numel());
+  if (dtype() == DType::i32) {
+    std::copy(data<int32_t>(), data<int32_t>() + numel(), out.begin());
+    return out;
+  }
   dispatch(dtype(), [&](auto zero) {
     const auto* p = data<decltype(zero)>();
     for (size_t i = 0; i < out.size(); ++i) out[i] = p[i];

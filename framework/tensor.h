@@ -9,7 +9,8 @@
 //  - Every tensor is contiguous. Ops that reorder elements (transpose, permute) write a new tensor.
 //  - grad() is a separate tensor of the same shape and dtype, created by backward on first use.
 //
-// dtypes: f32 for training (fast kernels), f64 for gradient checks (reference kernels).
+// dtypes: f32 for training (fast kernels), f64 for gradient checks (reference kernels), i32 for
+// token ids and targets (never differentiated).
 //
 //   Tensor x = Tensor::zeros({2, 3});          // (2, 3) float32
 //   x.data<float>()[4] = 1.0f;                 // row 1, column 1
@@ -26,16 +27,19 @@
 
 namespace tf {
 
-enum class DType { f32, f64 };
+enum class DType { f32, f64, i32 };
 const char* dtype_name(DType d);
-inline size_t dtype_size(DType d) { return d == DType::f32 ? 4 : 8; }
+inline size_t dtype_size(DType d) { return d == DType::f64 ? 8 : 4; }
 template <class T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::f32; }
 template <> constexpr DType dtype_of<double>() { return DType::f64; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
 
 // Calls f(float{}) or f(double{}) according to the dtype, so a kernel is written once as a template.
+// Floating dtypes only: ops on token ids (i32) say so explicitly.
 template <class F>
 decltype(auto) dispatch(DType d, F&& f) {
+  TF_CHECK(d != DType::i32, "this operation needs a floating-point tensor, got i32");
   if (d == DType::f32) return f(float{});
   return f(double{});
 }
@@ -77,6 +81,7 @@ class Tensor {
   static Tensor from_vector(const std::vector<double>& values, const Shape& shape,
                             DType dtype = DType::f32);
   static Tensor scalar(double value, DType dtype = DType::f32) { return full({}, value, dtype); }
+  static Tensor from_ids(const std::vector<int32_t>& ids, const Shape& shape);  // i32 token ids
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().shape; }
