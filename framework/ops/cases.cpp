@@ -8,6 +8,7 @@ const std::vector<OpCase>& op_cases() {
     std::vector<OpCase> all;
     ops::add_elementwise_cases(all);
     ops::add_matmul_cases(all);
+    ops::add_activation_cases(all);
     return all;
   }();
   return cases;

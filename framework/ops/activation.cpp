@@ -1,0 +1,137 @@
+// GELU, bias + GELU and ReLU, forward and backward side by side, over kernels/reference/activation.h
+// (float64, and float32 under ReferenceKernelsGuard) and kernels/cpu/activation.h (float32).
+#include "framework/ops/activation.h"
+
+#include "framework/autograd/tape.h"
+#include "framework/kernels/cpu/activation.h"
+#include "framework/kernels/mode.h"
+
+namespace tf::ops {
+
+namespace {
+
+// Shapes: R = rows (every axis of x but the last), C = the last axis.
+void check_floating(const char* op, const Tensor& x) {
+  TF_CHECK(x.dtype() != DType::i32, op, ": needs a floating-point tensor, got ", x.describe());
+}
+
+template <class T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+// y = gelu(x + bias) over (R, C); bias undefined means none (then R, C are any split of x).
+void run_gelu_forward(GeluApprox approx, const Tensor& x, const Tensor& bias, const Tensor& y) {
+  const int64_t cols = bias.defined() ? bias.numel() : x.numel(), rows = cols ? x.numel() / cols : 0;
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (kernels::use_fast<T>())
+      kernels::gelu_forward_fast(approx, x.data<float>(), data_or_null<float>(bias), rows, cols, y.data<float>());
+    else
+      kernels::gelu_forward_reference<T>(approx, x.data<T>(), data_or_null<T>(bias), rows, cols, y.data<T>());
+  });
+}
+
+struct GeluNode : Node {
+  Tensor x, bias;  // saved: the pre-activation x + bias is recomputed from them, not stored
+  GeluApprox approx;
+  const char* op_name() const override { return bias.defined() ? "bias_gelu" : "gelu"; }
+  void backward() override {
+    const Tensor dy = outputs[0].grad();                   // (R, C)
+    Tensor dpre = Tensor::empty(x.shape(), x.dtype());     // (R, C) d loss / d (x + bias)
+    const int64_t cols = bias.defined() ? bias.numel() : x.numel(), rows = cols ? x.numel() / cols : 0;
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (kernels::use_fast<T>())
+        kernels::gelu_backward_fast(approx, x.data<float>(), data_or_null<float>(bias), dy.data<float>(), rows,
+                                    cols, dpre.data<float>());
+      else
+        kernels::gelu_backward_reference<T>(approx, x.data<T>(), data_or_null<T>(bias), dy.data<T>(), rows, cols,
+                                            dpre.data<T>());
+    });
+    if (bias.defined() && bias.requires_grad()) {
+      Tensor dbias = Tensor::zeros(bias.shape(), bias.dtype());  // (C) = sum over rows of dpre
+      dispatch(x.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        const T* g = dpre.data<T>();
+        T* d = dbias.data<T>();
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c) d[c] += g[r * cols + c];
+      });
+      accumulate_grad(bias, dbias);
+    }
+    accumulate_grad(x, dpre);
+  }
+};
+
+Tensor gelu_op(const Tensor& x, const Tensor& bias, GeluApprox approx) {
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  run_gelu_forward(approx, x, bias, y);
+  if (needs_grad(x, bias)) {
+    auto node = std::make_unique<GeluNode>();
+    node->x = x;
+    node->bias = bias;
+    node->approx = approx;
+    record(std::move(node), {y});
+  }
+  return y;
+}
+
+}  // namespace
+
+Tensor gelu(const Tensor& x, GeluApprox approx) {
+  check_floating("gelu", x);
+  return gelu_op(x, Tensor(), approx);
+}
+
+Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx) {
+  check_floating("bias_gelu", x);
+  TF_CHECK(x.rank() >= 1 && bias.rank() == 1 && bias.dim(0) == x.dim(-1), "bias_gelu: bias ",
+           bias.describe(), " does not match the last axis of x ", x.describe(), " (expected bias (",
+           x.rank() >= 1 ? x.dim(-1) : 0, ",))");
+  check_same_dtype("bias_gelu", x, bias);
+  return gelu_op(x, bias, approx);
+}
+
+namespace {
+
+struct ReluNode : Node {
+  // Nothing saved: y > 0 exactly where x > 0, and y is outputs[0], which the node holds anyway.
+  Tensor x;  // only so its gradient can be accumulated
+  const char* op_name() const override { return "relu"; }
+  void backward() override {
+    const Tensor& y = outputs[0];
+    const Tensor dy = y.grad();
+    Tensor dx = Tensor::empty(x.shape(), x.dtype());
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (kernels::use_fast<T>())
+        kernels::relu_backward_fast(y.data<float>(), dy.data<float>(), y.numel(), dx.data<float>());
+      else
+        kernels::relu_backward_reference<T>(y.data<T>(), dy.data<T>(), y.numel(), dx.data<T>());
+    });
+    accumulate_grad(x, dx);
+  }
+};
+
+}  // namespace
+
+Tensor relu(const Tensor& x) {
+  check_floating("relu", x);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (kernels::use_fast<T>())
+      kernels::relu_forward_fast(x.data<float>(), x.numel(), y.data<float>());
+    else
+      kernels::relu_forward_reference<T>(x.data<T>(), x.numel(), y.data<T>());
+  });
+  if (needs_grad(x)) {
+    auto node = std::make_unique<ReluNode>();
+    node->x = x;
+    record(std::move(node), {y});
+  }
+  return y;
+}
+
+}  // namespace tf::ops

@@ -1,0 +1,28 @@
+// Activation functions: GELU (tanh or erf form), GELU with a bias added first (fused), ReLU.
+//
+//   Tensor h = ops::gelu(ops::linear(x, w1, b1));                 // (B, T, d_ff)
+//   Tensor h = ops::bias_gelu(ops::linear(x, w1), b1);            // the same, bias add fused
+//   Tensor e = ops::gelu(x, ops::GeluApprox::erf);                // exact form, as BERT
+#pragma once
+#include "framework/kernels/reference/activation.h"
+#include "framework/tensor.h"
+
+namespace tf::ops {
+
+// tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); erf: 0.5 x (1 + erf(x / sqrt 2))
+// (Hendrycks & Gimpel 2016). The enum lives with the kernels, which need it too.
+using GeluApprox = kernels::GeluApprox;
+
+Tensor gelu(const Tensor& x, GeluApprox approx = GeluApprox::tanh);
+
+// gelu(x + bias), bias (C) broadcast over the last axis of x (..., C). Fused so the pre-activation
+// x + bias is neither written in the forward nor saved for the backward (it is recomputed there).
+// Measured against ops::gelu(ops::add(x, bias)), f32 (8192, 512), 1 thread, best of 7 on a shared
+// AVX machine: forward 8.6 vs 15.6 ms (tanh), 9.4 vs 15.7 ms (erf); forward + backward 49 vs 57 ms
+// (tanh), 36 vs 51 ms (erf). For scale, the float32 reference kernel's forward takes 236 ms (tanh).
+Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx = GeluApprox::tanh);
+
+// max(x, 0); the gradient at exactly 0 is 0 (as PyTorch).
+Tensor relu(const Tensor& x);
+
+}  // namespace tf::ops
