@@ -9,6 +9,7 @@ const std::vector<OpCase>& op_cases() {
     ops::add_elementwise_cases(all);
     ops::add_matmul_cases(all);
     ops::add_activation_cases(all);
+    ops::add_dropout_cases(all);
     return all;
   }();
   return cases;

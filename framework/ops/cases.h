@@ -10,5 +10,6 @@ namespace tf::ops {
 void add_elementwise_cases(std::vector<OpCase>& cases);
 void add_matmul_cases(std::vector<OpCase>& cases);
 void add_activation_cases(std::vector<OpCase>& cases);
+void add_dropout_cases(std::vector<OpCase>& cases);
 
 }  // namespace tf::ops
