@@ -10,6 +10,7 @@ const std::vector<OpCase>& op_cases() {
     ops::add_matmul_cases(all);
     ops::add_activation_cases(all);
     ops::add_dropout_cases(all);
+    ops::add_layer_norm_cases(all);
     return all;
   }();
   return cases;

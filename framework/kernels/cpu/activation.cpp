@@ -66,7 +66,8 @@ constexpr float kInvSqrt2Pi = 0.3989422804014327f;  // 1 / sqrt(2 pi)
 // erfc(z) for z >= 0 (Abramowitz & Stegun 1964, eq. 7.1.26), given e = exp(-z^2).
 inline float erfc_nonneg(float z, float e) {
   const float t = 1.0f / (1.0f + 0.3275911f * z);
-  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float poly =
+      t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
   return poly * e;
 }
 

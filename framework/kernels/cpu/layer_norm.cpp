@@ -1,0 +1,117 @@
+// Fast float32 layer norm; see cpu/layer_norm.h and, for the math, reference/layer_norm.h.
+#include "framework/kernels/cpu/layer_norm.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+namespace tf::kernels {
+
+namespace {
+
+// Below this many elements a parallel region costs more than the work (fork/join ~ microseconds).
+constexpr int64_t kParallelMin = 1 << 14;
+
+// y = xhat * weight + bias for one row, with the affine parts chosen at compile time.
+template <bool kWeight, bool kBias>
+void normalize_row(const float* x, const float* weight, const float* bias, int64_t channels, float m, float s,
+                   float* y) {
+#pragma omp simd
+  for (int64_t c = 0; c < channels; ++c) {
+    float v = (x[c] - m) * s;
+    if constexpr (kWeight) v *= weight[c];
+    if constexpr (kBias) v += bias[c];
+    y[c] = v;
+  }
+}
+
+}  // namespace
+
+void layer_norm_forward_fast(const float* x, const float* weight, const float* bias, int64_t rows,
+                             int64_t channels, double eps, float* y, float* mean, float* rstd) {
+  const float inv_c = 1.0f / static_cast<float>(channels), eps_f = static_cast<float>(eps);
+#pragma omp parallel for schedule(static) if (rows * channels >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * channels;  // (C)
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t c = 0; c < channels; ++c) sum += xr[c];
+    const float m = sum * inv_c;
+    float sq = 0;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t c = 0; c < channels; ++c) sq += (xr[c] - m) * (xr[c] - m);
+    const float s = 1.0f / std::sqrt(sq * inv_c + eps_f);
+    float* yr = y + r * channels;
+    if (weight && bias)
+      normalize_row<true, true>(xr, weight, bias, channels, m, s, yr);
+    else if (weight)
+      normalize_row<true, false>(xr, weight, bias, channels, m, s, yr);
+    else if (bias)
+      normalize_row<false, true>(xr, weight, bias, channels, m, s, yr);
+    else
+      normalize_row<false, false>(xr, weight, bias, channels, m, s, yr);
+    mean[r] = m;
+    rstd[r] = s;
+  }
+}
+
+void layer_norm_backward_fast(const float* dy, const float* x, const float* weight, const float* mean,
+                              const float* rstd, int64_t rows, int64_t channels, float* dx, float* dweight,
+                              float* dbias) {
+  const float inv_c = 1.0f / static_cast<float>(channels);
+  const bool params = dweight || dbias;
+  const bool parallel = rows * channels >= kParallelMin;
+  const int max_threads = parallel ? omp_get_max_threads() : 1;
+  // (threads, 2, C): each thread's sums of dy * xhat and of dy over its rows.
+  std::vector<float> partial(params ? static_cast<size_t>(max_threads) * 2 * channels : 0, 0.0f);
+  int used_threads = 1;
+#pragma omp parallel if (parallel)
+  {
+    const int thread = omp_get_thread_num();
+#pragma omp single
+    used_threads = omp_get_num_threads();
+    float* pdw = params ? partial.data() + static_cast<size_t>(thread) * 2 * channels : nullptr;  // (C)
+    float* pdb = params ? pdw + channels : nullptr;                                                // (C)
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * channels;    // (C)
+      const float* dyr = dy + r * channels;  // (C)
+      const float m = mean[r], s = rstd[r];
+      float sum_g = 0, sum_gxhat = 0;
+#pragma omp simd reduction(+ : sum_g, sum_gxhat)
+      for (int64_t c = 0; c < channels; ++c) {
+        const float g = weight ? dyr[c] * weight[c] : dyr[c];
+        sum_g += g;
+        sum_gxhat += g * ((xr[c] - m) * s);
+      }
+      const float mean_g = sum_g * inv_c, mean_gxhat = sum_gxhat * inv_c;
+      if (dx) {
+        float* dxr = dx + r * channels;
+#pragma omp simd
+        for (int64_t c = 0; c < channels; ++c) {
+          const float g = weight ? dyr[c] * weight[c] : dyr[c];
+          dxr[c] = s * (g - mean_g - ((xr[c] - m) * s) * mean_gxhat);
+        }
+      }
+      if (params) {
+#pragma omp simd
+        for (int64_t c = 0; c < channels; ++c) {
+          pdw[c] += dyr[c] * ((xr[c] - m) * s);
+          pdb[c] += dyr[c];
+        }
+      }
+    }
+  }
+  // Thread order, not completion order: the same inputs give the same bits on every run.
+  for (int t = 0; t < used_threads && params; ++t) {
+    const float* pdw = partial.data() + static_cast<size_t>(t) * 2 * channels;
+    const float* pdb = pdw + channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      if (dweight) dweight[c] += pdw[c];
+      if (dbias) dbias[c] += pdb[c];
+    }
+  }
+}
+
+}  // namespace tf::kernels

@@ -1,0 +1,106 @@
+// Layer norm, forward and backward side by side, over kernels/reference/layer_norm.h (float64, and
+// float32 under ReferenceKernelsGuard) and kernels/cpu/layer_norm.h (float32).
+//
+// Note [layer norm backward]: with xhat = (x - mean) rstd and g = dy * weight, differentiating
+// through mean and rstd (both functions of the whole row) gives, per row,
+//   dx = rstd (g - mean_c(g) - xhat mean_c(g xhat))
+// since d xhat_i / d x_j = rstd (delta_ij - 1/C - xhat_i xhat_j / C). The forward saves mean and
+// rstd per row ((R) each, C times smaller than x) so the backward does not recompute statistics.
+#include "framework/ops/layer_norm.h"
+
+#include "framework/autograd/tape.h"
+#include "framework/kernels/cpu/layer_norm.h"
+#include "framework/kernels/mode.h"
+#include "framework/kernels/reference/layer_norm.h"
+
+namespace tf::ops {
+
+namespace {
+
+// Shapes: R = rows (every axis of x but the last), C = channels (the last axis).
+
+template <class T>
+T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+void check_param(const char* role, const Tensor& p, const Tensor& x) {
+  if (!p.defined()) return;
+  TF_CHECK(p.rank() == 1 && p.dim(0) == x.dim(-1), "layer_norm: ", role, " ", p.describe(),
+           " does not match the last axis of x ", x.describe(), " (expected (", x.dim(-1), ",))");
+  check_same_dtype("layer_norm", x, p);
+}
+
+Shape row_shape(const Shape& x) {  // x without its last axis: (...)
+  Shape rows;
+  for (int i = 0; i + 1 < x.rank(); ++i) rows.push_back(x[i]);
+  return rows;
+}
+
+struct LayerNormNode : Node {
+  Tensor x, weight, bias;  // saved: x and weight for dx; bias only so its gradient can be accumulated
+  Tensor mean, rstd;       // saved: (R) row statistics from the forward
+  const char* op_name() const override { return "layer_norm"; }
+  void backward() override {
+    const Tensor dy = outputs[0].grad();  // (R, C)
+    const int64_t channels = x.dim(-1), rows = channels ? x.numel() / channels : 0;
+    auto wanted = [](const Tensor& t) { return t.defined() && t.requires_grad(); };
+    // Undefined when not wanted: the kernel then skips that gradient.
+    const Tensor dx = wanted(x) ? Tensor::empty(x.shape(), x.dtype()) : Tensor();                  // (R, C)
+    const Tensor dweight = wanted(weight) ? Tensor::zeros(weight.shape(), x.dtype()) : Tensor();  // (C)
+    const Tensor dbias = wanted(bias) ? Tensor::zeros(bias.shape(), x.dtype()) : Tensor();        // (C)
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (kernels::use_fast<T>())
+        kernels::layer_norm_backward_fast(dy.data<float>(), x.data<float>(), data_or_null<float>(weight),
+                                          mean.data<float>(), rstd.data<float>(), rows, channels,
+                                          data_or_null<float>(dx), data_or_null<float>(dweight),
+                                          data_or_null<float>(dbias));
+      else
+        kernels::layer_norm_backward_reference<T>(dy.data<T>(), x.data<T>(), data_or_null<T>(weight),
+                                                  mean.data<T>(), rstd.data<T>(), rows, channels,
+                                                  data_or_null<T>(dx), data_or_null<T>(dweight),
+                                                  data_or_null<T>(dbias));
+    });
+    accumulate_grad(x, dx);
+    accumulate_grad(weight, dweight);
+    accumulate_grad(bias, dbias);
+  }
+};
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  TF_CHECK(x.rank() >= 1 && x.dtype() != DType::i32,
+           "layer_norm: x must be a floating-point tensor of rank >= 1, got ", x.describe());
+  TF_CHECK(x.dim(-1) > 0, "layer_norm: the normalised (last) axis of x ", x.describe(), " is empty");
+  TF_CHECK(eps >= 0, "layer_norm: eps must be >= 0, got ", eps);
+  check_param("weight", weight, x);
+  check_param("bias", bias, x);
+  const int64_t channels = x.dim(-1), rows = x.numel() / channels;
+  Tensor y = Tensor::empty(x.shape(), x.dtype());                // (..., C)
+  Tensor mean = Tensor::empty(row_shape(x.shape()), x.dtype());  // (...)
+  Tensor rstd = Tensor::empty(row_shape(x.shape()), x.dtype());  // (...)
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (kernels::use_fast<T>())
+      kernels::layer_norm_forward_fast(x.data<float>(), data_or_null<float>(weight), data_or_null<float>(bias),
+                                       rows, channels, eps, y.data<float>(), mean.data<float>(),
+                                       rstd.data<float>());
+    else
+      kernels::layer_norm_forward_reference<T>(x.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias), rows,
+                                               channels, eps, y.data<T>(), mean.data<T>(), rstd.data<T>());
+  });
+  if (needs_grad(x, weight, bias)) {
+    auto node = std::make_unique<LayerNormNode>();
+    node->x = x;
+    node->weight = weight;
+    node->bias = bias;
+    node->mean = mean;
+    node->rstd = rstd;
+    record(std::move(node), {y});
+  }
+  return y;
+}
+
+}  // namespace tf::ops

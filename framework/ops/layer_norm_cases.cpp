@@ -1,0 +1,29 @@
+// Gradient-check cases for layer norm: with weight and bias, weight only, no affine part, and
+// input rows far from zero mean (where a careless backward loses precision).
+#include "framework/ops/cases.h"
+#include "framework/ops/layer_norm.h"
+
+namespace tf::ops {
+
+void add_layer_norm_cases(std::vector<OpCase>& cases) {
+  cases.push_back({"layer_norm", "(2, 3, 6), weight and bias (6,)",
+                   [](Rng& rng) {
+                     return std::vector<Tensor>{gradcheck_input(rng, {2, 3, 6}, "x"),
+                                                gradcheck_input(rng, {6}, "weight"), gradcheck_input(rng, {6}, "bias")};
+                   },
+                   [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); }});
+  cases.push_back({"layer_norm (weight only)", "(4, 5), weight (5,)",
+                   [](Rng& rng) {
+                     return std::vector<Tensor>{gradcheck_input(rng, {4, 5}, "x"), gradcheck_input(rng, {5}, "weight")};
+                   },
+                   [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], Tensor()); }});
+  cases.push_back({"layer_norm (no affine, offset rows)", "(3, 7) + 5, eps 1e-3",
+                   [](Rng& rng) {
+                     Tensor x = gradcheck_input(rng, {3, 7}, "x");
+                     for (int64_t i = 0; i < x.numel(); ++i) x.data<double>()[i] += 5.0;
+                     return std::vector<Tensor>{x};
+                   },
+                   [](const std::vector<Tensor>& in) { return layer_norm(in[0], Tensor(), Tensor(), 1e-3); }});
+}
+
+}  // namespace tf::ops
