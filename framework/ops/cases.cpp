@@ -11,6 +11,7 @@ const std::vector<OpCase>& op_cases() {
     ops::add_activation_cases(all);
     ops::add_dropout_cases(all);
     ops::add_layer_norm_cases(all);
+    ops::add_embedding_cases(all);
     return all;
   }();
   return cases;

@@ -12,5 +12,6 @@ void add_matmul_cases(std::vector<OpCase>& cases);
 void add_activation_cases(std::vector<OpCase>& cases);
 void add_dropout_cases(std::vector<OpCase>& cases);
 void add_layer_norm_cases(std::vector<OpCase>& cases);
+void add_embedding_cases(std::vector<OpCase>& cases);
 
 }  // namespace tf::ops
