@@ -12,6 +12,7 @@ const std::vector<OpCase>& op_cases() {
     ops::add_dropout_cases(all);
     ops::add_layer_norm_cases(all);
     ops::add_embedding_cases(all);
+    ops::add_mask_cases(all);
     return all;
   }();
   return cases;

@@ -13,5 +13,6 @@ void add_activation_cases(std::vector<OpCase>& cases);
 void add_dropout_cases(std::vector<OpCase>& cases);
 void add_layer_norm_cases(std::vector<OpCase>& cases);
 void add_embedding_cases(std::vector<OpCase>& cases);
+void add_mask_cases(std::vector<OpCase>& cases);
 
 }  // namespace tf::ops
