@@ -8,6 +8,10 @@ const std::vector<OpCase>& op_cases() {
     std::vector<OpCase> all;
     ops::add_elementwise_cases(all);
     ops::add_matmul_cases(all);
+    ops::add_reduce_cases(all);
+    ops::add_shape_cases(all);
+    ops::add_softmax_cases(all);
+    ops::add_cross_entropy_cases(all);
     return all;
   }();
   return cases;

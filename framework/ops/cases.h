@@ -9,5 +9,9 @@ namespace tf::ops {
 
 void add_elementwise_cases(std::vector<OpCase>& cases);
 void add_matmul_cases(std::vector<OpCase>& cases);
+void add_reduce_cases(std::vector<OpCase>& cases);
+void add_shape_cases(std::vector<OpCase>& cases);
+void add_softmax_cases(std::vector<OpCase>& cases);
+void add_cross_entropy_cases(std::vector<OpCase>& cases);
 
 }  // namespace tf::ops
