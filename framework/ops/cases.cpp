@@ -13,6 +13,10 @@ const std::vector<OpCase>& op_cases() {
     ops::add_layer_norm_cases(all);
     ops::add_embedding_cases(all);
     ops::add_mask_cases(all);
+    ops::add_reduce_cases(all);
+    ops::add_shape_cases(all);
+    ops::add_softmax_cases(all);
+    ops::add_cross_entropy_cases(all);
     return all;
   }();
   return cases;

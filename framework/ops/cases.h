@@ -14,5 +14,9 @@ void add_dropout_cases(std::vector<OpCase>& cases);
 void add_layer_norm_cases(std::vector<OpCase>& cases);
 void add_embedding_cases(std::vector<OpCase>& cases);
 void add_mask_cases(std::vector<OpCase>& cases);
+void add_reduce_cases(std::vector<OpCase>& cases);
+void add_shape_cases(std::vector<OpCase>& cases);
+void add_softmax_cases(std::vector<OpCase>& cases);
+void add_cross_entropy_cases(std::vector<OpCase>& cases);
 
 }  // namespace tf::ops

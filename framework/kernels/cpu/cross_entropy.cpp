@@ -1,0 +1,54 @@
+// Fast float32 cross-entropy: one row per OpenMP iteration; row losses summed across rows in double.
+#include "framework/kernels/cpu/cross_entropy.h"
+
+#include <cmath>
+#include <limits>
+
+#include "framework/kernels/cpu/softmax.h"
+#include "framework/kernels/cpu/softmax_exp.h"
+
+namespace tf::kernels {
+
+CrossEntropySums cross_entropy_forward_fast(const CrossEntropyDims& d, const float* logits,
+                                            const int32_t* targets, float* log_sum_exp) {
+  double loss = 0;
+  int64_t count = 0;
+#pragma omp parallel for schedule(static) reduction(+ : loss, count) if (worth_threads(d.rows, d.classes))
+  for (int64_t r = 0; r < d.rows; ++r) {
+    if (targets[r] == d.ignore_index) continue;
+    const float* x = logits + r * d.classes;  // (classes,)
+    float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < d.classes; ++j) m = x[j] > m ? x[j] : m;
+    float total = 0;
+#pragma omp simd reduction(+ : total)
+    for (int64_t j = 0; j < d.classes; ++j) total += exp_fast(x[j] - m);
+    const float log_total = std::log(total);
+    log_sum_exp[r] = m + log_total;
+    loss += static_cast<double>(log_total) - (x[targets[r]] - m);
+    ++count;
+  }
+  return {loss, count};
+}
+
+void cross_entropy_backward_fast(const CrossEntropyDims& d, const float* logits, const int32_t* targets,
+                                 const float* log_sum_exp, double g, float* dlogits) {
+  const float gf = static_cast<float>(g);
+#pragma omp parallel for schedule(static) if (worth_threads(d.rows, d.classes))
+  for (int64_t r = 0; r < d.rows; ++r) {
+    const float* x = logits + r * d.classes;
+    float* dx = dlogits + r * d.classes;
+    const int32_t t = targets[r];
+    if (t == d.ignore_index) {
+#pragma omp simd
+      for (int64_t j = 0; j < d.classes; ++j) dx[j] = 0.0f;
+      continue;
+    }
+    const float lse = log_sum_exp[r];
+#pragma omp simd
+    for (int64_t j = 0; j < d.classes; ++j) dx[j] = gf * exp_fast(x[j] - lse);  // g * softmax
+    dx[t] -= gf;
+  }
+}
+
+}  // namespace tf::kernels
