@@ -8,6 +8,8 @@ const std::vector<OpCase>& op_cases() {
     std::vector<OpCase> all;
     ops::add_elementwise_cases(all);
     ops::add_matmul_cases(all);
+    ops::add_attention_cases(all);
+    ops::add_rope_cases(all);
     return all;
   }();
   return cases;

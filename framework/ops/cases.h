@@ -9,5 +9,7 @@ namespace tf::ops {
 
 void add_elementwise_cases(std::vector<OpCase>& cases);
 void add_matmul_cases(std::vector<OpCase>& cases);
+void add_attention_cases(std::vector<OpCase>& cases);
+void add_rope_cases(std::vector<OpCase>& cases);
 
 }  // namespace tf::ops

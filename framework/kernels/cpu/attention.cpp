@@ -1,0 +1,143 @@
+// Fast float32 attention: four (forward: two) batched oneDNN matmuls around OpenMP row loops.
+// Grouped-query heads ride along for free: Q, O and S viewed per key/value head are
+// (B * H_kv, (H / H_kv) * T_q, .) matrices (see kernels/reference/attention.h).
+#include "framework/kernels/cpu/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "framework/kernels/matmul.h"
+
+namespace tf::kernels {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Per-thread scratch that grows to the largest problem seen and is then reused, so a steady
+// training step allocates nothing here.
+float* workspace(int slot, int64_t n) {
+  thread_local std::vector<float> buffers[2];
+  if (static_cast<int64_t>(buffers[slot].size()) < n) buffers[slot].resize(n);
+  return buffers[slot].data();
+}
+
+bool degenerate(const AttentionDims& d) {
+  return d.batch * d.heads * d.q_len * d.kv_len * d.head_dim * d.value_dim == 0;
+}
+
+// C = op(A) op(B) for every key/value head: batch B * H_kv.
+void head_matmul(const AttentionDims& d, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
+                 const float* a, const float* b, float* c) {
+  MatmulDims md;
+  md.batch = d.batch * d.kv_heads;
+  md.m = m;
+  md.n = n;
+  md.k = k;
+  md.trans_a = trans_a;
+  md.trans_b = trans_b;
+  matmul_fast(md, a, b, c);
+}
+
+// Row r of (B, H, T_q) belongs to batch entry r / (H T_q) and query position r % T_q.
+struct Row {
+  int64_t b, i;
+};
+inline Row row_of(const AttentionDims& d, int64_t r) { return {r / (d.heads * d.q_len), r % d.q_len}; }
+
+// Keeps the OpenMP fork out of tiny problems (decoding one token, unit tests).
+bool parallel_worth_it(const AttentionDims& d) { return d.batch * d.heads * d.q_len * d.kv_len > 4096; }
+
+}  // namespace
+
+void attention_forward_fast(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
+                            const float* v, float* out, float* lse, float* probs) {
+  if (degenerate(d)) return attention_forward_reference<float>(d, mask, q, k, v, out, lse, probs);
+  const int64_t rows = d.batch * d.heads * d.q_len, gq = d.group() * d.q_len;
+  // With no dropout the probabilities the caller wants are exactly those multiplied into V.
+  float* p = (probs && d.dropout == 0) ? probs : workspace(0, rows * d.kv_len);  // (B, H, T_q, T_k)
+  head_matmul(d, gq, d.kv_len, d.head_dim, false, true, q, k, p);                // raw Q K^T
+
+#pragma omp parallel for schedule(static) if (parallel_worth_it(d))
+  for (int64_t r = 0; r < rows; ++r) {
+    const Row row = row_of(d, r);
+    float* s = p + r * d.kv_len;  // (T_k)
+    const int64_t begin = mask.key_begin(d, row.i), end = mask.key_end(d, row.i);
+    const float scale = static_cast<float>(d.scale);
+    float max = kNegInf;
+    for (int64_t j = 0; j < d.kv_len; ++j) {
+      const bool visible = j >= begin && j < end && mask.key_visible(row.b, d, j);
+      s[j] = visible ? scale * s[j] : kNegInf;
+      max = s[j] > max ? s[j] : max;
+    }
+    if (max == kNegInf) {  // no visible key: Note [attention masks]
+      for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
+      lse[r] = kNegInf;
+    } else {
+      float sum = 0;
+      for (int64_t j = 0; j < d.kv_len; ++j) sum += s[j] = std::exp(s[j] - max);
+      const float inv = 1.0f / sum;
+      for (int64_t j = 0; j < d.kv_len; ++j) s[j] *= inv;
+      lse[r] = max + std::log(sum);
+    }
+    if (p != probs && probs)
+      for (int64_t j = 0; j < d.kv_len; ++j) probs[r * d.kv_len + j] = s[j];
+    if (d.dropout > 0)
+      for (int64_t j = 0; j < d.kv_len; ++j)
+        s[j] *= static_cast<float>(attention_dropout_factor(d, r * d.kv_len + j));
+  }
+
+  head_matmul(d, gq, d.value_dim, d.kv_len, false, false, p, v, out);  // O = dropout(P) V
+}
+
+void attention_backward_fast(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
+                             const float* v, const float* out, const float* lse, const float* dout, float* dq,
+                             float* dk, float* dv) {
+  if (degenerate(d)) return attention_backward_reference<float>(d, mask, q, k, v, out, lse, dout, dq, dk, dv);
+  const int64_t rows = d.batch * d.heads * d.q_len, gq = d.group() * d.q_len;
+  float* p = workspace(0, rows * d.kv_len);   // (B, H, T_q, T_k) P
+  float* ds = workspace(1, rows * d.kv_len);  // (B, H, T_q, T_k) dropout(P), then dP, then dS
+  const bool parallel = parallel_worth_it(d);
+  head_matmul(d, gq, d.kv_len, d.head_dim, false, true, q, k, p);  // raw Q K^T
+
+  // P = exp(scale S - lse), recomputed rather than stored (FlashAttention's trade of flops for memory).
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    const Row row = row_of(d, r);
+    float* s = p + r * d.kv_len;  // (T_k)
+    const int64_t begin = mask.key_begin(d, row.i), end = mask.key_end(d, row.i);
+    const float scale = static_cast<float>(d.scale), l = lse[r];
+    for (int64_t j = 0; j < d.kv_len; ++j) {
+      const bool visible = l != kNegInf && j >= begin && j < end && mask.key_visible(row.b, d, j);
+      s[j] = visible ? std::exp(scale * s[j] - l) : 0.0f;
+    }
+    if (d.dropout > 0)
+      for (int64_t j = 0; j < d.kv_len; ++j)
+        ds[r * d.kv_len + j] = s[j] * static_cast<float>(attention_dropout_factor(d, r * d.kv_len + j));
+  }
+
+  // dV = dropout(P)^T dO, summed over the group's query heads by the matmul's inner dimension.
+  head_matmul(d, d.kv_len, d.value_dim, gq, true, false, d.dropout > 0 ? ds : p, dout, dv);
+  head_matmul(d, gq, d.kv_len, d.value_dim, false, true, dout, v, ds);  // dP (before dropout') = dO V^T
+
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* o = out + r * d.value_dim;    // (D_v)
+    const float* g = dout + r * d.value_dim;   // (D_v)
+    float delta = 0;                           // rowsum(dO * O)
+    for (int64_t c = 0; c < d.value_dim; ++c) delta += g[c] * o[c];
+    const float* pr = p + r * d.kv_len;  // (T_k)
+    float* dr = ds + r * d.kv_len;       // (T_k) dP -> scale dS
+    const float scale = static_cast<float>(d.scale);
+    if (d.dropout > 0)
+      for (int64_t j = 0; j < d.kv_len; ++j)
+        dr[j] *= static_cast<float>(attention_dropout_factor(d, r * d.kv_len + j));
+    for (int64_t j = 0; j < d.kv_len; ++j) dr[j] = scale * pr[j] * (dr[j] - delta);
+  }
+
+  head_matmul(d, gq, d.head_dim, d.kv_len, false, false, ds, k, dq);      // dQ = scale dS K
+  head_matmul(d, d.kv_len, d.head_dim, gq, true, false, ds, q, dk);       // dK = scale dS^T Q
+}
+
+}  // namespace tf::kernels
