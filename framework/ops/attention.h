@@ -11,7 +11,11 @@
 // Why one fused op rather than matmul + softmax + matmul on the tape: the tape would keep the
 // (B, H, T_q, T_k) probabilities alive until backward; this op saves only the per-row
 // log-sum-exp (B, H, T_q) and recomputes P in backward (Dao et al. 2022), and it is the seam
-// where a tiled (flash) kernel drops in. The math and the kernels are in
+// where a tiled (flash) kernel drops in. Measured (float32, causal, B=16 H=4 T=128 D=32, one
+// thread, CPU time, shared 2-core machine): forward 7-9 ms, of which the bare Q K^T and P V matmuls
+// take 3-4 ms; backward 17-22 ms; the reference kernel takes 19 ms / 33 ms. Saved for backward per
+// call: lse, 32 KB, where a tape of matmul + softmax + matmul would keep P, 4 MB (T times more).
+// The math and the kernels are in
 // kernels/reference/attention.h (reference, float and double) and kernels/cpu/attention.h (fast).
 // Masks: see Note [attention masks] in kernels/reference/attention.h.
 #pragma once

@@ -4,6 +4,7 @@
 #include "framework/kernels/cpu/attention.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -49,6 +50,63 @@ inline Row row_of(const AttentionDims& d, int64_t r) { return {r / (d.heads * d.
 // Keeps the OpenMP fork out of tiny problems (decoding one token, unit tests).
 bool parallel_worth_it(const AttentionDims& d) { return d.batch * d.heads * d.q_len * d.kv_len > 4096; }
 
+// exp(x) for x <= 88, vectorisable (libm's expf is not, without -ffast-math): x = n ln2 + r with
+// |r| <= ln2 / 2, exp(r) by its Taylor series to r^7 (truncation error 0.35^8 / 8! = 5e-9, below
+// float's 6e-8), times 2^n built in the exponent bits. Inputs below -87.3 (2^-126, the smallest
+// normal float), -inf included, give exactly 0, so masked keys get probability exactly 0.
+inline float exp_nonpositive(float x) {
+  const float clamped = x < -87.3f ? -87.3f : (x > 88.0f ? 88.0f : x);
+  const float n = (clamped * 1.44269504f + 12582912.0f) - 12582912.0f;  // round(x / ln2) (1.5 * 2^23 trick)
+  const float r = (clamped - n * 0.693145752f) - n * 1.42860677e-6f;   // ln2 split in two for exactness
+  float poly = 1.0f / 5040;
+  poly = poly * r + 1.0f / 720;
+  poly = poly * r + 1.0f / 120;
+  poly = poly * r + 1.0f / 24;
+  poly = poly * r + 1.0f / 6;
+  poly = poly * r + 0.5f;
+  poly = poly * r + 1.0f;
+  poly = poly * r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float two_n;
+  std::memcpy(&two_n, &bits, sizeof two_n);
+  return x < -87.3f ? 0.0f : poly * two_n;
+}
+
+// Scales raw scores q.k of query row (b, i) and sets masked ones to -inf (Note [attention masks]):
+// first the position run [key_begin, key_end), then the per-key padding. Returns the row's max.
+float mask_and_scale_row(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t i, float* s) {
+  const int64_t begin = mask.key_begin(d, i), end = mask.key_end(d, i);
+  const float scale = static_cast<float>(d.scale);
+  for (int64_t j = 0; j < begin; ++j) s[j] = kNegInf;
+  for (int64_t j = begin; j < end; ++j) s[j] = scale * s[j];
+  for (int64_t j = end > begin ? end : begin; j < d.kv_len; ++j) s[j] = kNegInf;
+  if (mask.key_keep) {
+    const uint8_t* keep = mask.key_keep + b * d.kv_len;
+    for (int64_t j = begin; j < end; ++j) s[j] = keep[j] ? s[j] : kNegInf;
+  }
+  float max = kNegInf;
+#pragma omp simd reduction(max : max)
+  for (int64_t j = 0; j < d.kv_len; ++j) max = s[j] > max ? s[j] : max;
+  return max;
+}
+
+// s[j] = exp(s[j] - shift); returns the sum. shift is the row max (forward) or its log-sum-exp
+// (backward), so every argument is <= 0 up to rounding.
+float exp_row(float* s, int64_t n, float shift) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = exp_nonpositive(s[j] - shift);
+    sum += s[j];
+  }
+  return sum;
+}
+
+// s[j] *= the dropout keep factor of P's element row * T_k + j (kernels/reference/attention.h).
+void dropout_row(const AttentionDims& d, int64_t r, float* s) {
+  for (int64_t j = 0; j < d.kv_len; ++j) s[j] *= static_cast<float>(attention_dropout_factor(d, r * d.kv_len + j));
+}
+
 }  // namespace
 
 void attention_forward_fast(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
@@ -63,29 +121,18 @@ void attention_forward_fast(const AttentionDims& d, const AttentionMask& mask, c
   for (int64_t r = 0; r < rows; ++r) {
     const Row row = row_of(d, r);
     float* s = p + r * d.kv_len;  // (T_k)
-    const int64_t begin = mask.key_begin(d, row.i), end = mask.key_end(d, row.i);
-    const float scale = static_cast<float>(d.scale);
-    float max = kNegInf;
-    for (int64_t j = 0; j < d.kv_len; ++j) {
-      const bool visible = j >= begin && j < end && mask.key_visible(row.b, d, j);
-      s[j] = visible ? scale * s[j] : kNegInf;
-      max = s[j] > max ? s[j] : max;
-    }
+    const float max = mask_and_scale_row(d, mask, row.b, row.i, s);
     if (max == kNegInf) {  // no visible key: Note [attention masks]
       for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
       lse[r] = kNegInf;
     } else {
-      float sum = 0;
-      for (int64_t j = 0; j < d.kv_len; ++j) sum += s[j] = std::exp(s[j] - max);
-      const float inv = 1.0f / sum;
+      const float sum = exp_row(s, d.kv_len, max), inv = 1.0f / sum;
       for (int64_t j = 0; j < d.kv_len; ++j) s[j] *= inv;
       lse[r] = max + std::log(sum);
     }
     if (p != probs && probs)
       for (int64_t j = 0; j < d.kv_len; ++j) probs[r * d.kv_len + j] = s[j];
-    if (d.dropout > 0)
-      for (int64_t j = 0; j < d.kv_len; ++j)
-        s[j] *= static_cast<float>(attention_dropout_factor(d, r * d.kv_len + j));
+    if (d.dropout > 0) dropout_row(d, r, s);
   }
 
   head_matmul(d, gq, d.value_dim, d.kv_len, false, false, p, v, out);  // O = dropout(P) V
@@ -106,15 +153,17 @@ void attention_backward_fast(const AttentionDims& d, const AttentionMask& mask, 
   for (int64_t r = 0; r < rows; ++r) {
     const Row row = row_of(d, r);
     float* s = p + r * d.kv_len;  // (T_k)
-    const int64_t begin = mask.key_begin(d, row.i), end = mask.key_end(d, row.i);
-    const float scale = static_cast<float>(d.scale), l = lse[r];
-    for (int64_t j = 0; j < d.kv_len; ++j) {
-      const bool visible = l != kNegInf && j >= begin && j < end && mask.key_visible(row.b, d, j);
-      s[j] = visible ? std::exp(scale * s[j] - l) : 0.0f;
+    if (lse[r] == kNegInf) {      // no visible key: P = 0
+      for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
+    } else {
+      mask_and_scale_row(d, mask, row.b, row.i, s);
+      exp_row(s, d.kv_len, lse[r]);
     }
-    if (d.dropout > 0)
-      for (int64_t j = 0; j < d.kv_len; ++j)
-        ds[r * d.kv_len + j] = s[j] * static_cast<float>(attention_dropout_factor(d, r * d.kv_len + j));
+    if (d.dropout > 0) {
+      float* sd = ds + r * d.kv_len;  // (T_k)
+      for (int64_t j = 0; j < d.kv_len; ++j) sd[j] = s[j];
+      dropout_row(d, r, sd);
+    }
   }
 
   // dV = dropout(P)^T dO, summed over the group's query heads by the matmul's inner dimension.
@@ -130,9 +179,7 @@ void attention_backward_fast(const AttentionDims& d, const AttentionMask& mask, 
     const float* pr = p + r * d.kv_len;  // (T_k)
     float* dr = ds + r * d.kv_len;       // (T_k) dP -> scale dS
     const float scale = static_cast<float>(d.scale);
-    if (d.dropout > 0)
-      for (int64_t j = 0; j < d.kv_len; ++j)
-        dr[j] *= static_cast<float>(attention_dropout_factor(d, r * d.kv_len + j));
+    if (d.dropout > 0) dropout_row(d, r, dr);
     for (int64_t j = 0; j < d.kv_len; ++j) dr[j] = scale * pr[j] * (dr[j] - delta);
   }
 
