@@ -10,7 +10,7 @@ void add_rope_cases(std::vector<OpCase>& cases) {
   };
   cases.push_back({"rope", "(2, 2, 5, 6)", one({2, 2, 5, 6}),
                    [](const std::vector<Tensor>& in) { return rope(in[0]); }});
-  cases.push_back({"rope (offset 7, position_scale 0.5, theta 100)", "(1, 3, 4, 4)", one({1, 3, 4, 4}),
+  cases.push_back({"rope (offset 7, x.5, theta 100)", "(1, 3, 4, 4)", one({1, 3, 4, 4}),
                    [](const std::vector<Tensor>& in) {
                      return rope(in[0], {.theta = 100.0, .position_offset = 7, .position_scale = 0.5});
                    }});

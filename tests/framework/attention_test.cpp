@@ -272,6 +272,17 @@ TEST_P(AttentionBothKernels, EmptyRowsGiveZeroOutputAndZeroGradientWithoutNaN) {
   EXPECT_NE(r.out.at((0 * 5 + 2) * 3), 0.0);  // query 2 sees key 0
 }
 
+TEST_P(AttentionBothKernels, NoKeysAtAllGivesZerosAndNoQueriesGivesAnEmptyResult) {
+  const DType dt = GetParam();
+  Rng rng(10);
+  const Inputs no_keys = random_inputs({2, 2, 1, 3, 0, 4}, 10, dt);  // T_k = 0
+  const Result r = run_with_grads(no_keys, {}, randn({2, 2, 3, 4}, rng, 1.0, dt));
+  EXPECT_TRUE(all_close(r.out, Tensor::zeros({2, 2, 3, 4}, dt), 0, 0));
+  EXPECT_TRUE(all_close(r.dq, Tensor::zeros({2, 2, 3, 4}, dt), 0, 0));
+  const Inputs no_queries = random_inputs({2, 2, 1, 0, 3, 4}, 10, dt);  // T_q = 0
+  EXPECT_EQ(ops::attention(no_queries.q, no_queries.k, no_queries.v, {.causal = true}).shape(), Shape({2, 2, 0, 4}));
+}
+
 TEST_P(AttentionBothKernels, CausalOutputsIgnoreLaterKeysAndValues) {
   const DType dt = GetParam();
   const Sizes s{2, 4, 2, 7, 7, 5};
