@@ -1,6 +1,6 @@
-// Fast float32 attention: four (forward: two) batched oneDNN matmuls around OpenMP row loops.
-// Grouped-query heads ride along for free: Q, O and S viewed per key/value head are
-// (B * H_kv, (H / H_kv) * T_q, .) matrices (see kernels/reference/attention.h).
+// Fast float32 attention: batched oneDNN matmuls (two forward; five backward, Q K^T recomputed)
+// around OpenMP row loops. Grouped-query heads ride along for free: Q, O and S viewed per
+// key/value head are (B * H_kv, (H / H_kv) * T_q, .) matrices (see kernels/reference/attention.h).
 #include "framework/kernels/cpu/attention.h"
 
 #include <cmath>
