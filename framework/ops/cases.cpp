@@ -17,6 +17,8 @@ const std::vector<OpCase>& op_cases() {
     ops::add_shape_cases(all);
     ops::add_softmax_cases(all);
     ops::add_cross_entropy_cases(all);
+    ops::add_attention_cases(all);
+    ops::add_rope_cases(all);
     return all;
   }();
   return cases;

@@ -18,5 +18,7 @@ void add_reduce_cases(std::vector<OpCase>& cases);
 void add_shape_cases(std::vector<OpCase>& cases);
 void add_softmax_cases(std::vector<OpCase>& cases);
 void add_cross_entropy_cases(std::vector<OpCase>& cases);
+void add_attention_cases(std::vector<OpCase>& cases);
+void add_rope_cases(std::vector<OpCase>& cases);
 
 }  // namespace tf::ops

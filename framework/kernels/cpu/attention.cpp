@@ -1,0 +1,190 @@
+// Fast float32 attention: batched oneDNN matmuls (two forward; five backward, Q K^T recomputed)
+// around OpenMP row loops. Grouped-query heads ride along for free: Q, O and S viewed per
+// key/value head are (B * H_kv, (H / H_kv) * T_q, .) matrices (see kernels/reference/attention.h).
+#include "framework/kernels/cpu/attention.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "framework/kernels/matmul.h"
+
+namespace tf::kernels {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Per-thread scratch that grows to the largest problem seen and is then reused, so a steady
+// training step allocates nothing here.
+float* workspace(int slot, int64_t n) {
+  thread_local std::vector<float> buffers[2];
+  if (static_cast<int64_t>(buffers[slot].size()) < n) buffers[slot].resize(n);
+  return buffers[slot].data();
+}
+
+bool degenerate(const AttentionDims& d) {
+  return d.batch * d.heads * d.q_len * d.kv_len * d.head_dim * d.value_dim == 0;
+}
+
+// C = op(A) op(B) for every key/value head: batch B * H_kv.
+void head_matmul(const AttentionDims& d, int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
+                 const float* a, const float* b, float* c) {
+  MatmulDims md;
+  md.batch = d.batch * d.kv_heads;
+  md.m = m;
+  md.n = n;
+  md.k = k;
+  md.trans_a = trans_a;
+  md.trans_b = trans_b;
+  matmul_fast(md, a, b, c);
+}
+
+// Row r of (B, H, T_q) belongs to batch entry r / (H T_q) and query position r % T_q.
+struct Row {
+  int64_t b, i;
+};
+inline Row row_of(const AttentionDims& d, int64_t r) { return {r / (d.heads * d.q_len), r % d.q_len}; }
+
+// Keeps the OpenMP fork out of tiny problems (decoding one token, unit tests).
+bool parallel_worth_it(const AttentionDims& d) { return d.batch * d.heads * d.q_len * d.kv_len > 4096; }
+
+// exp(x) for x <= 88, vectorisable (libm's expf is not, without -ffast-math): x = n ln2 + r with
+// |r| <= ln2 / 2, exp(r) by its Taylor series to r^7 (truncation error 0.35^8 / 8! = 5e-9, below
+// float's 6e-8), times 2^n built in the exponent bits. Inputs below -87.3 (2^-126, the smallest
+// normal float), -inf included, give exactly 0, so masked keys get probability exactly 0.
+inline float exp_nonpositive(float x) {
+  const float clamped = x < -87.3f ? -87.3f : (x > 88.0f ? 88.0f : x);
+  const float n = (clamped * 1.44269504f + 12582912.0f) - 12582912.0f;  // round(x / ln2) (1.5 * 2^23 trick)
+  const float r = (clamped - n * 0.693145752f) - n * 1.42860677e-6f;   // ln2 split in two for exactness
+  float poly = 1.0f / 5040;
+  poly = poly * r + 1.0f / 720;
+  poly = poly * r + 1.0f / 120;
+  poly = poly * r + 1.0f / 24;
+  poly = poly * r + 1.0f / 6;
+  poly = poly * r + 0.5f;
+  poly = poly * r + 1.0f;
+  poly = poly * r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float two_n;
+  std::memcpy(&two_n, &bits, sizeof two_n);
+  return x < -87.3f ? 0.0f : poly * two_n;
+}
+
+// Scales raw scores q.k of query row (b, i) and sets masked ones to -inf (Note [attention masks]):
+// first the position run [key_begin, key_end), then the per-key padding. Returns the row's max.
+float mask_and_scale_row(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t i, float* s) {
+  const int64_t begin = mask.key_begin(d, i), end = mask.key_end(d, i);
+  const float scale = static_cast<float>(d.scale);
+  for (int64_t j = 0; j < begin; ++j) s[j] = kNegInf;
+  for (int64_t j = begin; j < end; ++j) s[j] = scale * s[j];
+  for (int64_t j = end > begin ? end : begin; j < d.kv_len; ++j) s[j] = kNegInf;
+  if (mask.key_keep) {
+    const uint8_t* keep = mask.key_keep + b * d.kv_len;
+    for (int64_t j = begin; j < end; ++j) s[j] = keep[j] ? s[j] : kNegInf;
+  }
+  float max = kNegInf;
+#pragma omp simd reduction(max : max)
+  for (int64_t j = 0; j < d.kv_len; ++j) max = s[j] > max ? s[j] : max;
+  return max;
+}
+
+// s[j] = exp(s[j] - shift); returns the sum. shift is the row max (forward) or its log-sum-exp
+// (backward), so every argument is <= 0 up to rounding.
+float exp_row(float* s, int64_t n, float shift) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = exp_nonpositive(s[j] - shift);
+    sum += s[j];
+  }
+  return sum;
+}
+
+// s[j] *= the dropout keep factor of P's element row * T_k + j (kernels/reference/attention.h).
+void dropout_row(const AttentionDims& d, int64_t r, float* s) {
+  for (int64_t j = 0; j < d.kv_len; ++j) s[j] *= static_cast<float>(attention_dropout_factor(d, r * d.kv_len + j));
+}
+
+}  // namespace
+
+void attention_forward_fast(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
+                            const float* v, float* out, float* lse, float* probs) {
+  if (degenerate(d)) return attention_forward_reference<float>(d, mask, q, k, v, out, lse, probs);
+  const int64_t rows = d.batch * d.heads * d.q_len, gq = d.group() * d.q_len;
+  // With no dropout the probabilities the caller wants are exactly those multiplied into V.
+  float* p = (probs && d.dropout == 0) ? probs : workspace(0, rows * d.kv_len);  // (B, H, T_q, T_k)
+  head_matmul(d, gq, d.kv_len, d.head_dim, false, true, q, k, p);                // raw Q K^T
+
+#pragma omp parallel for schedule(static) if (parallel_worth_it(d))
+  for (int64_t r = 0; r < rows; ++r) {
+    const Row row = row_of(d, r);
+    float* s = p + r * d.kv_len;  // (T_k)
+    const float max = mask_and_scale_row(d, mask, row.b, row.i, s);
+    if (max == kNegInf) {  // no visible key: Note [attention masks]
+      for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
+      lse[r] = kNegInf;
+    } else {
+      const float sum = exp_row(s, d.kv_len, max), inv = 1.0f / sum;
+      for (int64_t j = 0; j < d.kv_len; ++j) s[j] *= inv;
+      lse[r] = max + std::log(sum);
+    }
+    if (p != probs && probs)
+      for (int64_t j = 0; j < d.kv_len; ++j) probs[r * d.kv_len + j] = s[j];
+    if (d.dropout > 0) dropout_row(d, r, s);
+  }
+
+  head_matmul(d, gq, d.value_dim, d.kv_len, false, false, p, v, out);  // O = dropout(P) V
+}
+
+void attention_backward_fast(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
+                             const float* v, const float* out, const float* lse, const float* dout, float* dq,
+                             float* dk, float* dv) {
+  if (degenerate(d)) return attention_backward_reference<float>(d, mask, q, k, v, out, lse, dout, dq, dk, dv);
+  const int64_t rows = d.batch * d.heads * d.q_len, gq = d.group() * d.q_len;
+  float* p = workspace(0, rows * d.kv_len);   // (B, H, T_q, T_k) P
+  float* ds = workspace(1, rows * d.kv_len);  // (B, H, T_q, T_k) dropout(P), then dP, then dS
+  const bool parallel = parallel_worth_it(d);
+  head_matmul(d, gq, d.kv_len, d.head_dim, false, true, q, k, p);  // raw Q K^T
+
+  // P = exp(scale S - lse), recomputed rather than stored (FlashAttention's trade of flops for memory).
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    const Row row = row_of(d, r);
+    float* s = p + r * d.kv_len;  // (T_k)
+    if (lse[r] == kNegInf) {      // no visible key: P = 0
+      for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
+    } else {
+      mask_and_scale_row(d, mask, row.b, row.i, s);
+      exp_row(s, d.kv_len, lse[r]);
+    }
+    if (d.dropout > 0) {
+      float* sd = ds + r * d.kv_len;  // (T_k)
+      for (int64_t j = 0; j < d.kv_len; ++j) sd[j] = s[j];
+      dropout_row(d, r, sd);
+    }
+  }
+
+  // dV = dropout(P)^T dO, summed over the group's query heads by the matmul's inner dimension.
+  head_matmul(d, d.kv_len, d.value_dim, gq, true, false, d.dropout > 0 ? ds : p, dout, dv);
+  head_matmul(d, gq, d.kv_len, d.value_dim, false, true, dout, v, ds);  // dP (before dropout') = dO V^T
+
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* o = out + r * d.value_dim;    // (D_v)
+    const float* g = dout + r * d.value_dim;   // (D_v)
+    float delta = 0;                           // rowsum(dO * O)
+    for (int64_t c = 0; c < d.value_dim; ++c) delta += g[c] * o[c];
+    const float* pr = p + r * d.kv_len;  // (T_k)
+    float* dr = ds + r * d.kv_len;       // (T_k) dP -> scale dS
+    const float scale = static_cast<float>(d.scale);
+    if (d.dropout > 0) dropout_row(d, r, dr);
+    for (int64_t j = 0; j < d.kv_len; ++j) dr[j] = scale * pr[j] * (dr[j] - delta);
+  }
+
+  head_matmul(d, gq, d.head_dim, d.kv_len, false, false, ds, k, dq);      // dQ = scale dS K
+  head_matmul(d, d.kv_len, d.head_dim, gq, true, false, ds, q, dk);       // dK = scale dS^T Q
+}
+
+}  // namespace tf::kernels

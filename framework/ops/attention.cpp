@@ -1,0 +1,139 @@
+// attention: checks and dims, the kernel choice, forward and backward side by side.
+// The math lives in kernels/reference/attention.h; this file only wires it to the tape.
+#include "framework/ops/attention.h"
+
+#include <cmath>
+#include <vector>
+
+#include "framework/autograd/tape.h"
+#include "framework/kernels/cpu/attention.h"
+#include "framework/kernels/mode.h"
+#include "framework/kernels/reference/attention.h"
+
+namespace tf::ops {
+
+namespace {
+
+using kernels::AttentionDims;
+using kernels::AttentionMask;
+
+AttentionDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+  TF_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4,
+           "attention: q, k, v must be (B, H, T, D), got q ", q.shape(), ", k ", k.shape(), ", v ", v.shape());
+  check_same_dtype("attention", q, k);
+  check_same_dtype("attention", q, v);
+  AttentionDims d;
+  d.batch = q.dim(0);
+  d.heads = q.dim(1);
+  d.q_len = q.dim(2);
+  d.head_dim = q.dim(3);
+  d.kv_heads = k.dim(1);
+  d.kv_len = k.dim(2);
+  d.value_dim = v.dim(3);
+  TF_CHECK(k.dim(0) == d.batch && v.dim(0) == d.batch && v.dim(1) == d.kv_heads && v.dim(2) == d.kv_len &&
+               k.dim(3) == d.head_dim,
+           "attention: expected q (B, H, T_q, D), k (B, H_kv, T_k, D), v (B, H_kv, T_k, D_v), got q ", q.shape(),
+           ", k ", k.shape(), ", v ", v.shape());
+  TF_CHECK(d.kv_heads > 0 && d.heads % d.kv_heads == 0, "attention: query heads H = ", d.heads,
+           " must be a multiple of key/value heads H_kv = ", d.kv_heads, " (q ", q.shape(), ", k ", k.shape(), ")");
+  TF_CHECK(d.head_dim > 0 || o.scale != 0, "attention: head size D = 0 needs an explicit scale");
+  d.scale = o.scale != 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(d.head_dim));
+  TF_CHECK(std::isfinite(d.scale), "attention: scale must be finite, got ", o.scale);
+  TF_CHECK(o.dropout >= 0 && o.dropout < 1, "attention: dropout must be in [0, 1), got ", o.dropout);
+  d.dropout = o.dropout;
+  d.dropout_seed = o.dropout_seed;
+  return d;
+}
+
+// key_padding (B, T_k) of 0/1 floats -> one byte per key, the kernels' form (any dtype works, so
+// the float64 gradient checks can pass the same mask).
+std::vector<uint8_t> key_keep_bytes(const Tensor& key_padding, const AttentionDims& d) {
+  if (!key_padding.defined()) return {};
+  TF_CHECK(key_padding.rank() == 2 && key_padding.dim(0) == d.batch && key_padding.dim(1) == d.kv_len,
+           "attention: key_padding must be (B, T_k) = (", d.batch, ", ", d.kv_len, "), got ",
+           key_padding.describe());
+  std::vector<uint8_t> keep(key_padding.numel());
+  dispatch(key_padding.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* m = key_padding.data<T>();
+    for (size_t j = 0; j < keep.size(); ++j) {
+      TF_CHECK(m[j] == 0 || m[j] == 1, "attention: key_padding holds 1 (real token) or 0 (padding), got ",
+               m[j], " at flat index ", j);
+      keep[j] = m[j] == 1;
+    }
+  });
+  return keep;
+}
+
+AttentionMask make_mask(bool causal, const std::vector<uint8_t>& key_keep) {
+  return {causal, key_keep.empty() ? nullptr : key_keep.data()};
+}
+
+struct AttentionNode : Node {
+  Tensor q, k, v;                 // saved inputs; the output (outputs[0]) is saved by the tape
+  Tensor log_sum_exp;             // (B, H, T_q): P = exp(scale Q K^T - lse) is recomputed from it
+  AttentionDims dims;
+  bool causal = false;
+  std::vector<uint8_t> key_keep;  // (B, T_k) or empty
+  const char* op_name() const override { return "attention"; }
+  void backward() override {
+    const Tensor& out = outputs[0];
+    const Tensor dout = outputs[0].grad();
+    const AttentionMask mask = make_mask(causal, key_keep);
+    Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
+           dv = Tensor::empty(v.shape(), v.dtype());
+    dispatch(q.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (kernels::use_fast<T>())
+        kernels::attention_backward_fast(dims, mask, q.data<float>(), k.data<float>(), v.data<float>(),
+                                         out.data<float>(), log_sum_exp.data<float>(), dout.data<float>(),
+                                         dq.data<float>(), dk.data<float>(), dv.data<float>());
+      else
+        kernels::attention_backward_reference<T>(dims, mask, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(),
+                                                 log_sum_exp.data<T>(), dout.data<T>(), dq.data<T>(), dk.data<T>(),
+                                                 dv.data<T>());
+    });
+    accumulate_grad(q, dq);
+    accumulate_grad(k, dk);
+    accumulate_grad(v, dv);
+  }
+};
+
+}  // namespace
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
+                 Tensor* weights_out) {
+  const AttentionDims d = attention_dims(q, k, v, options);
+  std::vector<uint8_t> key_keep = key_keep_bytes(options.key_padding, d);
+  const AttentionMask mask = make_mask(options.causal, key_keep);
+
+  Tensor out = Tensor::empty({d.batch, d.heads, d.q_len, d.value_dim}, q.dtype());  // (B, H, T_q, D_v)
+  Tensor lse = Tensor::empty({d.batch, d.heads, d.q_len}, q.dtype());              // (B, H, T_q)
+  Tensor probs;                                                                     // (B, H, T_q, T_k)
+  if (weights_out) probs = Tensor::empty({d.batch, d.heads, d.q_len, d.kv_len}, q.dtype());
+  dispatch(q.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (kernels::use_fast<T>())
+      kernels::attention_forward_fast(d, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
+                                      lse.data<float>(), probs.defined() ? probs.data<float>() : nullptr);
+    else
+      kernels::attention_forward_reference<T>(d, mask, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(),
+                                              lse.data<T>(), probs.defined() ? probs.data<T>() : nullptr);
+  });
+  if (weights_out) *weights_out = probs;
+
+  if (needs_grad(q, k, v)) {
+    auto node = std::make_unique<AttentionNode>();
+    node->q = q;
+    node->k = k;
+    node->v = v;
+    node->log_sum_exp = lse;
+    node->dims = d;
+    node->causal = options.causal;
+    node->key_keep = std::move(key_keep);
+    record(std::move(node), {out});
+  }
+  return out;
+}
+
+}  // namespace tf::ops

@@ -1,0 +1,46 @@
+// Scaled dot-product attention as one op with its own backward (Vaswani et al. 2017, eq. 1):
+//   attention(Q, K, V) = dropout(softmax(scale Q K^T + mask)) V
+//
+// B = batch, H = query heads, H_kv = key/value heads, T_q = queries, T_k = keys, D = head size.
+//
+//   Tensor out = ops::attention(q, k, v, {.causal = true});             // GPT: (B, H, T, D)
+//   AttentionOptions o{.key_padding = pad, .dropout = 0.1, .dropout_seed = step};
+//   Tensor w;
+//   Tensor out = ops::attention(q, k, v, o, &w);                         // BERT, w (B, H, T, T)
+//
+// Why one fused op rather than matmul + softmax + matmul on the tape: the tape would keep the
+// (B, H, T_q, T_k) probabilities alive until backward; this op saves only the per-row
+// log-sum-exp (B, H, T_q) and recomputes P in backward (Dao et al. 2022), and it is the seam
+// where a tiled (flash) kernel drops in. Measured (float32, causal, B=16 H=4 T=128 D=32, one
+// thread, CPU time, shared 2-core machine): forward 7-9 ms, of which the bare Q K^T and P V matmuls
+// take 3-4 ms; backward 17-22 ms; the reference kernel takes 19 ms / 33 ms. Saved for backward per
+// call: lse, 32 KB, where a tape of matmul + softmax + matmul would keep P, 4 MB (T times more).
+// The math and the kernels are in
+// kernels/reference/attention.h (reference, float and double) and kernels/cpu/attention.h (fast).
+// Masks: see Note [attention masks] in kernels/reference/attention.h.
+#pragma once
+#include <cstdint>
+
+#include "framework/tensor.h"
+
+namespace tf::ops {
+
+struct AttentionOptions {
+  bool causal = false;        // query i sees keys j <= i + (T_k - T_q)
+  Tensor key_padding{};       // (B, T_k) float, 1 = real token, 0 = padding; undefined = none
+  double scale = 0;           // 0 means 1 / sqrt(D)  (Vaswani et al. 2017, eq. 1)
+  double dropout = 0;         // on the attention probabilities, in [0, 1); a layer passes 0 in eval
+  uint64_t dropout_seed = 0;  // counter-based: element index e of P -> tf::uniform_at(seed, e)
+};
+
+// q (B, H, T_q, D), k (B, H_kv, T_k, D) and v (B, H_kv, T_k, D_v) with H % H_kv == 0 (H_kv < H is
+// grouped-query attention: query head h uses key/value head h / (H / H_kv)). Returns
+// (B, H, T_q, D_v); D_v = D in a standard transformer. A query that sees no key (every key
+// padded, or masked by causality when T_q > T_k) gets output 0 and passes no gradient.
+// When weights_out is given it receives the attention probabilities (B, H, T_q, T_k) (after
+// masking, before dropout; rows with no visible key are 0) without changing the result. They are
+// for inspection and are not recorded on the tape.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {},
+                 Tensor* weights_out = nullptr);
+
+}  // namespace tf::ops

@@ -1,0 +1,57 @@
+// Gradient-check cases for attention: every mask combination, rows with no visible key, grouped
+// heads, T_q != T_k, dropout with a fixed seed, a value size unlike the key size, odd sizes.
+#include "framework/ops/attention.h"
+#include "framework/ops/cases.h"
+
+namespace tf::ops {
+
+namespace {
+
+// Shapes of one case: q (B, H, T_q, D), k (B, H_kv, T_k, D), v (B, H_kv, T_k, D_v).
+struct Sizes {
+  int64_t batch, heads, kv_heads, q_len, kv_len, head_dim, value_dim;
+  std::string to_string() const {  // "q (B, H, T_q, D) kv (B, H_kv, T_k, D)", + D_v when it differs
+    std::string s = "q " + Shape{batch, heads, q_len, head_dim}.to_string() + " kv " +
+                    Shape{batch, kv_heads, kv_len, head_dim}.to_string();
+    return value_dim == head_dim ? s : s + " D_v " + std::to_string(value_dim);
+  }
+};
+
+void add_case(std::vector<OpCase>& cases, const std::string& name, Sizes s, AttentionOptions options) {
+  cases.push_back({name, s.to_string(),
+                   [s](Rng& rng) {
+                     return std::vector<Tensor>{
+                         gradcheck_input(rng, {s.batch, s.heads, s.q_len, s.head_dim}, "q"),
+                         gradcheck_input(rng, {s.batch, s.kv_heads, s.kv_len, s.head_dim}, "k"),
+                         gradcheck_input(rng, {s.batch, s.kv_heads, s.kv_len, s.value_dim}, "v")};
+                   },
+                   [options](const std::vector<Tensor>& in) { return attention(in[0], in[1], in[2], options); }});
+}
+
+}  // namespace
+
+void add_attention_cases(std::vector<OpCase>& cases) {
+  add_case(cases, "attention", {2, 2, 2, 3, 3, 4, 4}, {});
+  add_case(cases, "attention (causal)", {1, 2, 2, 5, 5, 3, 3}, {.causal = true});
+  add_case(cases, "attention (T=1, D=1)", {2, 1, 1, 1, 1, 1, 1}, {.causal = true});
+  add_case(cases, "attention (T=3, D=3, scale .7)", {1, 1, 1, 3, 3, 3, 3}, {.scale = 0.7});
+
+  // Entry 0 pads its last two keys; entry 1 pads key 0, so under a causal mask its query 0 sees
+  // nothing (output 0, no gradient) and its query 1 sees only key 1.
+  const Tensor padding = Tensor::from_vector({1, 1, 1, 0, 0, 0, 1, 1, 1, 1}, {2, 5}, DType::f64);
+  add_case(cases, "attention (key padding)", {2, 2, 2, 5, 5, 3, 3}, {.key_padding = padding});
+  add_case(cases, "attention (causal + padding)", {2, 2, 2, 5, 5, 3, 3},
+           {.causal = true, .key_padding = padding});
+
+  add_case(cases, "attention (GQA, H=4, H_kv=2)", {1, 4, 2, 3, 4, 3, 3}, {});
+  add_case(cases, "attention (GQA, causal + padding)", {2, 4, 2, 5, 5, 2, 2},
+           {.causal = true, .key_padding = padding});
+  // T_q < T_k: queries continue a cached prefix. T_q > T_k with causal: queries 0 and 1 see no key.
+  add_case(cases, "attention (causal, T_q=3 < T_k=5)", {1, 2, 1, 3, 5, 3, 3}, {.causal = true});
+  add_case(cases, "attention (causal, T_q=5 > T_k=3)", {1, 1, 1, 5, 3, 3, 3}, {.causal = true});
+  add_case(cases, "attention (dropout 0.3, seed 7)", {2, 2, 2, 5, 5, 3, 3},
+           {.causal = true, .dropout = 0.3, .dropout_seed = 7});
+  add_case(cases, "attention (D_v=5 != D=3)", {1, 2, 1, 3, 5, 3, 5}, {});
+}
+
+}  // namespace tf::ops

@@ -1,0 +1,139 @@
+// rope: cached cos/sin tables, the rotation kernel, forward and backward (the inverse rotation).
+#include "framework/ops/rope.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "framework/autograd/tape.h"
+
+namespace tf::ops {
+
+namespace {
+
+// Angular frequency of pair i: theta^(-2i/D) (RoFormer eq. 15). Scaling methods that reshape the
+// spectrum (Note [rope scaling] in rope.h) would change this function only.
+std::vector<double> rope_frequencies(int64_t head_dim, double theta) {
+  std::vector<double> freq(head_dim / 2);
+  for (int64_t i = 0; i < head_dim / 2; ++i)
+    freq[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  return freq;
+}
+
+// cos and sin of pos * position_scale * freq[i] for positions 0 .. positions-1, row-major
+// (positions, D/2). Angles are formed in double: at position 10^4 a float angle would already be
+// off by ~1e-3 rad. The float copies serve the float32 path.
+struct RopeTable {
+  int64_t positions = 0;
+  std::vector<double> cos, sin;   // (positions, D/2)
+  std::vector<float> cos_f, sin_f;  // (positions, D/2)
+  template <class T>
+  const T* cos_data() const {
+    if constexpr (sizeof(T) == sizeof(float)) return cos_f.data(); else return cos.data();
+  }
+  template <class T>
+  const T* sin_data() const {
+    if constexpr (sizeof(T) == sizeof(float)) return sin_f.data(); else return sin.data();
+  }
+};
+
+std::shared_ptr<const RopeTable> build_table(int64_t positions, int64_t head_dim, const RopeOptions& o) {
+  auto table = std::make_shared<RopeTable>();
+  const std::vector<double> freq = rope_frequencies(head_dim, o.theta);
+  const int64_t pairs = head_dim / 2;
+  table->positions = positions;
+  table->cos.resize(positions * pairs);
+  table->sin.resize(positions * pairs);
+  for (int64_t p = 0; p < positions; ++p) {
+    for (int64_t i = 0; i < pairs; ++i) {
+      const double angle = static_cast<double>(p) * o.position_scale * freq[i];
+      table->cos[p * pairs + i] = std::cos(angle);
+      table->sin[p * pairs + i] = std::sin(angle);
+    }
+  }
+  table->cos_f.assign(table->cos.begin(), table->cos.end());
+  table->sin_f.assign(table->sin.begin(), table->sin.end());
+  return table;
+}
+
+// One table per (D, theta, position_scale), covering positions 0 .. at least `positions` - 1. It
+// is keyed without T or the offset so that decoding (offset t, T = 1, for t = 0, 1, 2, ...) reuses
+// one table; when a longer one is needed it is rebuilt at twice the length. Callers hold a
+// shared_ptr, so a rebuild never frees a table in use.
+std::shared_ptr<const RopeTable> rope_table(int64_t positions, int64_t head_dim, const RopeOptions& o) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int64_t, double, double>, std::shared_ptr<const RopeTable>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& table = cache[{head_dim, o.theta, o.position_scale}];
+  if (!table || table->positions < positions)
+    table = build_table(std::max(positions, table ? 2 * table->positions : positions), head_dim, o);
+  return table;
+}
+
+// The rotation of every pair of every row; `inverse` rotates by -angle (backward).
+// Memory-bound and branch-free: this one loop serves as reference and fast kernel alike.
+template <class T>
+void rope_rotate(const T* x, T* y, int64_t rows, int64_t seq_len, int64_t head_dim, int64_t offset,
+                 const RopeTable& table, bool inverse) {
+  const int64_t pairs = head_dim / 2;
+  const T sign = inverse ? T(-1) : T(1);
+#pragma omp parallel for schedule(static) if (rows * head_dim > (1 << 15))
+  for (int64_t r = 0; r < rows; ++r) {  // r over (..., T)
+    const int64_t pos = offset + r % seq_len;
+    const T* c = table.cos_data<T>() + pos * pairs;  // (D/2)
+    const T* s = table.sin_data<T>() + pos * pairs;  // (D/2)
+    const T* xr = x + r * head_dim;                  // (D)
+    T* yr = y + r * head_dim;                        // (D)
+    for (int64_t i = 0; i < pairs; ++i) {
+      const T x0 = xr[2 * i], x1 = xr[2 * i + 1], si = sign * s[i];
+      yr[2 * i] = x0 * c[i] - x1 * si;
+      yr[2 * i + 1] = x0 * si + x1 * c[i];
+    }
+  }
+}
+
+Tensor rope_apply(const Tensor& x, const RopeOptions& o, bool inverse) {
+  const int64_t seq_len = x.dim(-2), head_dim = x.dim(-1), rows = x.numel() / std::max<int64_t>(head_dim, 1);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  if (x.numel() == 0) return y;
+  const auto table = rope_table(o.position_offset + seq_len, head_dim, o);
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    rope_rotate<T>(x.data<T>(), y.data<T>(), rows, seq_len, head_dim, o.position_offset, *table, inverse);
+  });
+  return y;
+}
+
+struct RopeNode : Node {
+  Tensor x;  // not saved for its values: only so its gradient can be accumulated
+  RopeOptions options;
+  const char* op_name() const override { return "rope"; }
+  // y = R x with R orthogonal, so dx = R^T dy = R^{-1} dy: the rotation by -angle.
+  void backward() override { accumulate_grad(x, rope_apply(outputs[0].grad(), options, true)); }
+};
+
+}  // namespace
+
+Tensor rope(const Tensor& x, const RopeOptions& options) {
+  TF_CHECK(x.rank() >= 2, "rope: input must be (B, H, T, D), got ", x.describe());
+  TF_CHECK(x.dim(-1) % 2 == 0, "rope: head size D must be even to form rotation pairs, got D = ", x.dim(-1),
+           " in ", x.describe());
+  TF_CHECK(options.theta > 0 && std::isfinite(options.theta), "rope: theta must be positive, got ", options.theta);
+  TF_CHECK(options.position_offset >= 0, "rope: position_offset must be >= 0, got ", options.position_offset);
+  TF_CHECK(options.position_scale > 0 && std::isfinite(options.position_scale),
+           "rope: position_scale must be positive, got ", options.position_scale);
+  Tensor y = rope_apply(x, options, false);
+  if (needs_grad(x)) {
+    auto node = std::make_unique<RopeNode>();
+    node->x = x;
+    node->options = options;
+    record(std::move(node), {y});
+  }
+  return y;
+}
+
+}  // namespace tf::ops

@@ -1,0 +1,21 @@
+// Gradient-check cases for rope: default positions, an offset with linear position scaling, D = 2.
+#include "framework/ops/cases.h"
+#include "framework/ops/rope.h"
+
+namespace tf::ops {
+
+void add_rope_cases(std::vector<OpCase>& cases) {
+  auto one = [](Shape s) {
+    return [s](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, s, "x")}; };
+  };
+  cases.push_back({"rope", "(2, 2, 5, 6)", one({2, 2, 5, 6}),
+                   [](const std::vector<Tensor>& in) { return rope(in[0]); }});
+  cases.push_back({"rope (offset 7, x.5, theta 100)", "(1, 3, 4, 4)", one({1, 3, 4, 4}),
+                   [](const std::vector<Tensor>& in) {
+                     return rope(in[0], {.theta = 100.0, .position_offset = 7, .position_scale = 0.5});
+                   }});
+  cases.push_back({"rope (D=2, rank 2)", "(3, 2)", one({3, 2}),
+                   [](const std::vector<Tensor>& in) { return rope(in[0]); }});
+}
+
+}  // namespace tf::ops
