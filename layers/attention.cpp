@@ -1,0 +1,51 @@
+// Multi-head self-attention layer; the math of each step is in attention.h.
+#include "layers/attention.h"
+
+#include "framework/ops/shape.h"
+
+namespace tf::layers {
+
+MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o) {
+  TF_CHECK_INPUT(o.n_heads > 0 && o.d_model % o.n_heads == 0, "d_model ", o.d_model,
+                 " is not divisible by n_heads ", o.n_heads);
+  TF_CHECK_INPUT(kv_heads() > 0 && o.n_heads % kv_heads() == 0, "n_heads ", o.n_heads,
+                 " is not a multiple of n_kv_heads ", kv_heads());
+  TF_CHECK_INPUT(!o.rope || head_dim() % 2 == 0, "RoPE needs an even head_dim, got ", head_dim());
+  const int64_t qkv_out = (o.n_heads + 2 * kv_heads()) * head_dim();
+  qkv = Linear({o.d_model, qkv_out, o.bias, o.init_std}, init);
+  proj = Linear({o.n_heads * head_dim(), o.d_model, o.bias, o.proj_init_std}, init);
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
+                                   int64_t position_offset) const {
+  const int64_t B = x.dim(0), T = x.dim(1), H = options.n_heads, G = kv_heads(), D = head_dim();
+  const std::vector<Tensor> parts = ops::split(qkv.forward(x), {H * D, G * D, G * D}, -1);
+  // (B, T, heads * D) -> (B, heads, T, D)
+  auto heads = [&](const Tensor& t, int64_t n) { return ops::transpose(ops::reshape(t, {B, T, n, D}), 1, 2); };
+  Tensor queries = heads(parts[0], H), keys = heads(parts[1], G), values = heads(parts[2], G);
+  if (options.rope) {
+    ops::RopeOptions rope = options.rope_options;
+    rope.position_offset += position_offset;
+    queries = ops::rope(queries, rope);
+    keys = ops::rope(keys, rope);
+  }
+  ops::AttentionOptions attn;
+  attn.causal = options.causal;
+  attn.key_padding = key_padding;
+  if (ctx.training && options.attn_dropout > 0) {
+    attn.dropout = options.attn_dropout;
+    attn.dropout_seed = ctx.next_seed();
+  }
+  Tensor weights;
+  Tensor out = ops::attention(queries, keys, values, attn, ctx.attention_weights ? &weights : nullptr);
+  if (ctx.attention_weights) ctx.attention_weights->push_back(weights);
+  // (B, H, T, D) -> (B, T, H D): the heads side by side, then W_O mixes them.
+  return proj.forward(ops::reshape(ops::transpose(out, 1, 2), {B, T, H * D}));
+}
+
+void MultiHeadAttention::parameters(ParamList& out, const std::string& prefix) const {
+  qkv.parameters(out, prefix + "qkv.");
+  proj.parameters(out, prefix + "proj.");
+}
+
+}  // namespace tf::layers

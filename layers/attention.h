@@ -1,0 +1,50 @@
+// Multi-head self-attention (Vaswani et al. 2017, section 3.2.2) with one fused QKV projection.
+//
+// B = batch, T = time, C = d_model, H = query heads, G = key/value heads (G = H unless grouped-
+// query attention), D = head_dim = C / H.
+//
+//   qkv = x W_qkv^T + b         (B, T, (H + 2G) D)   one matmul, never a loop over heads
+//   q, k, v = split(qkv)        (B, T, H D), (B, T, G D), (B, T, G D)
+//   q -> (B, H, T, D); k, v -> (B, G, T, D)
+//   (RoPE: rotate q and k by their positions)
+//   o = softmax(q k^T / sqrt(D) + mask) v      (B, H, T, D)   one fused op, framework/ops/attention.h
+//   y = concat_heads(o) W_O^T + b_O             (B, T, C)
+//
+// Dividing by sqrt(D) keeps the scores' variance near 1 when q and k have unit-variance entries,
+// so the softmax does not saturate as D grows (Vaswani et al. 2017, footnote 4).
+#pragma once
+#include "framework/ops/attention.h"
+#include "framework/ops/rope.h"
+#include "layers/linear.h"
+
+namespace tf::layers {
+
+struct MultiHeadAttention {
+  struct Options {
+    int64_t d_model = 64;
+    int64_t n_heads = 4;
+    int64_t n_kv_heads = 0;   // 0 means n_heads; fewer is grouped-query attention
+    bool causal = false;      // GPT: query i sees keys j <= i
+    bool bias = true;
+    bool rope = false;        // rotate queries and keys (Su et al. 2021)
+    ops::RopeOptions rope_options;
+    double attn_dropout = 0;  // on the attention probabilities
+    double init_std = 0.02;
+    double proj_init_std = 0.02;  // GPT-2's scaled init of the residual projection
+  };
+  Options options;
+  Linear qkv;   // (H D + 2 G D, C): rows [queries | keys | values]
+  Linear proj;  // W_O: (C, H D)
+
+  MultiHeadAttention() = default;
+  MultiHeadAttention(const Options& options, Init& init);
+  int64_t head_dim() const { return options.d_model / options.n_heads; }
+  int64_t kv_heads() const { return options.n_kv_heads > 0 ? options.n_kv_heads : options.n_heads; }
+
+  // x: (B, T, C); key_padding: (B, T) with 1 for real tokens and 0 for padding, or undefined.
+  // position_offset: position of x's first token (for RoPE with a cache). Returns (B, T, C).
+  Tensor forward(const Tensor& x, const Tensor& key_padding, const Context& ctx, int64_t position_offset = 0) const;
+  void parameters(ParamList& out, const std::string& prefix) const;
+};
+
+}  // namespace tf::layers

@@ -1,0 +1,33 @@
+// Transformer block (pre-LN or post-LN); see block.h.
+#include "layers/block.h"
+
+#include "framework/ops/elementwise.h"
+
+namespace tf::layers {
+
+TransformerBlock::TransformerBlock(const Options& o, Init& init)
+    : options(o),
+      ln_1({o.attn.d_model, o.ln_eps}, init),
+      ln_2({o.attn.d_model, o.ln_eps}, init),
+      attn(o.attn, init),
+      mlp(o.mlp, init) {}
+
+Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
+                                 int64_t position_offset) const {
+  const double p = options.dropout;
+  if (options.pre_norm) {
+    Tensor h = ops::add(x, dropout(attn.forward(ln_1.forward(x), key_padding, ctx, position_offset), p, ctx));
+    return ops::add(h, dropout(mlp.forward(ln_2.forward(h)), p, ctx));
+  }
+  Tensor h = ln_1.forward(ops::add(x, dropout(attn.forward(x, key_padding, ctx, position_offset), p, ctx)));
+  return ln_2.forward(ops::add(h, dropout(mlp.forward(h), p, ctx)));
+}
+
+void TransformerBlock::parameters(ParamList& out, const std::string& prefix) const {
+  ln_1.parameters(out, prefix + "ln_1.");
+  attn.parameters(out, prefix + "attn.");
+  ln_2.parameters(out, prefix + "ln_2.");
+  mlp.parameters(out, prefix + "mlp.");
+}
+
+}  // namespace tf::layers

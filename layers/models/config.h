@@ -1,0 +1,45 @@
+// The shape of a GPT or BERT model: every size and switch, with the defaults a recipe starts from.
+// docs/models.md gives the exact math these fields select.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "framework/ops/activation.h"
+#include "layers/block.h"
+#include "layers/positional.h"
+
+namespace tf::layers {
+
+enum class Architecture { gpt, bert };
+
+struct ModelConfig {
+  Architecture arch = Architecture::gpt;
+  int64_t vocab_size = 256;    // set from the tokenizer by the trainer
+  int64_t max_seq_len = 256;   // positions the model can see
+  int64_t d_model = 128;
+  int64_t n_layers = 4;
+  int64_t n_heads = 4;
+  int64_t n_kv_heads = 0;      // 0: same as n_heads; fewer is grouped-query attention
+  int64_t d_ff = 0;            // 0: 4 * d_model
+  PositionEncoding position = PositionEncoding::learned;
+  double rope_theta = 10000.0;
+  bool causal = true;          // GPT: true; BERT: false (a recipe derives both from arch)
+  bool pre_norm = true;        // GPT-2 style; BERT uses post-norm
+  double dropout = 0.0;        // embeddings and sublayer outputs
+  double attn_dropout = 0.0;   // attention probabilities
+  double ln_eps = 1e-5;
+  ops::GeluApprox gelu = ops::GeluApprox::tanh;
+  bool tie_embeddings = true;  // GPT: LM head shares the token embedding
+  bool bias = true;            // biases in linear layers
+  int64_t n_segments = 0;      // BERT token-type (segment) embeddings; 0 = none
+  double init_std = 0.02;
+
+  int64_t head_dim() const { return d_model / n_heads; }
+  // The block options this config implies; causal for GPT. GPT-2's scaled init of the residual
+  // projections: std = init_std / sqrt(2 n_layers) (Radford et al. 2019, section 2.3).
+  TransformerBlock::Options block_options() const;
+  // Throws InputError naming the field for inconsistent combinations.
+  void validate() const;
+};
+
+}  // namespace tf::layers

@@ -1,0 +1,53 @@
+// Parameter lists, initialisation helpers and the forward context.
+#include "layers/module.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "framework/ops/dropout.h"
+
+namespace tf::layers {
+
+void add_param(ParamList& out, const std::string& name, const Tensor& t, ParamKind kind) {
+  if (!t.defined()) return;
+  out.push_back({name, t, kind});
+  if (t.name().empty()) t.impl().name = name;
+}
+
+int64_t count_parameters(const ParamList& params) {
+  int64_t n = 0;
+  for (const auto& p : params) n += p.tensor.numel();
+  return n;
+}
+
+std::string summarize(const ParamList& params) {
+  std::ostringstream out;
+  size_t width = 10;
+  for (const auto& p : params) width = std::max(width, p.name.size());
+  char line[512];
+  for (const auto& p : params) {
+    std::snprintf(line, sizeof line, "%-*s  %-16s %12lld\n", static_cast<int>(width), p.name.c_str(),
+                  p.tensor.shape().to_string().c_str(), static_cast<long long>(p.tensor.numel()));
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "%-*s  %-16s %12lld\n", static_cast<int>(width), "total", "",
+                static_cast<long long>(count_parameters(params)));
+  out << line;
+  return out.str();
+}
+
+Tensor Init::normal(const Shape& shape, double std) { return randn(shape, rng, std, dtype).set_requires_grad(); }
+Tensor Init::zeros(const Shape& shape) { return Tensor::zeros(shape, dtype).set_requires_grad(); }
+Tensor Init::ones(const Shape& shape) { return Tensor::full(shape, 1.0, dtype).set_requires_grad(); }
+
+uint64_t Context::next_seed() const {
+  TF_CHECK(rng, "dropout in training mode needs a random generator in the forward context");
+  return rng->next_u64();
+}
+
+Tensor dropout(const Tensor& x, double p, const Context& ctx) {
+  if (!ctx.training || p == 0.0) return x;
+  return ops::dropout(x, p, ctx.next_seed());
+}
+
+}  // namespace tf::layers

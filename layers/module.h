@@ -1,0 +1,64 @@
+// What every layer shares: named parameters, initialisation, and the forward context (train/eval).
+//
+// A layer is a plain struct: an Options struct (with documented defaults), its parameters as
+// Tensor members, a constructor that initialises them, forward(), and parameters(), which lists
+// them under dotted names that are also the checkpoint keys (PyTorch's state-dict names):
+//
+//   struct Linear {
+//     struct Options { int64_t in = 64, out = 64; bool bias = true; };
+//     Tensor weight, bias;                                   // (out, in), (out)
+//     Linear(const Options& options, Init& init);
+//     Tensor forward(const Tensor& x) const;
+//     void parameters(ParamList& out, const std::string& prefix) const;  // prefix + "weight", ...
+//   };
+//
+// Copying a layer copies Tensor handles, so the copy shares its parameters (see framework/tensor.h).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/random.h"
+#include "framework/tensor.h"
+
+namespace tf::layers {
+
+// Which parameters a weight-decaying optimizer should leave alone (biases, norm scales and
+// embeddings, by the usual convention of GPT-2 / nanoGPT training).
+enum class ParamKind { weight, bias, norm, embedding };
+
+struct NamedParam {
+  std::string name;  // "blocks.0.attn.qkv.weight"
+  Tensor tensor;     // a handle on the layer's own parameter (same storage, same gradient)
+  ParamKind kind;
+};
+using ParamList = std::vector<NamedParam>;
+
+void add_param(ParamList& out, const std::string& name, const Tensor& t, ParamKind kind);
+int64_t count_parameters(const ParamList& params);
+// A tree-like table: one line per parameter with its shape and element count, then the total.
+std::string summarize(const ParamList& params);
+
+// Initialisation source: a seeded generator and the dtype to build in (f32 to train, f64 to check).
+struct Init {
+  Rng rng;
+  DType dtype = DType::f32;
+  // normal(0, std), zeros, ones, as parameters that require grad.
+  Tensor normal(const Shape& shape, double std);
+  Tensor zeros(const Shape& shape);
+  Tensor ones(const Shape& shape);
+};
+
+// Passed down through forward(): train/eval mode and where dropout draws its seeds.
+struct Context {
+  bool training = false;            // dropout is active only when training
+  Rng* rng = nullptr;               // required when training with dropout > 0
+  std::vector<Tensor>* attention_weights = nullptr;  // if set, each attention layer appends
+                                                     // its probabilities (B, H, T_q, T_k)
+  uint64_t next_seed() const;       // a fresh dropout seed from rng
+};
+
+// ops::dropout when training and p > 0, identity otherwise.
+Tensor dropout(const Tensor& x, double p, const Context& ctx);
+
+}  // namespace tf::layers

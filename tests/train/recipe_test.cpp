@@ -1,0 +1,119 @@
+// Recipe parsing: defaults, overrides, the resolved YAML round trip, and bad recipes whose errors
+// name the file, line, column, key and what was expected.
+#include "train/recipe.h"
+
+#include <gtest/gtest.h>
+
+#include "train/recipe_schema.h"
+
+namespace tf::train {
+namespace {
+
+// The InputError message of parsing `text` (as file "bad.yaml"), or "" if it parsed.
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_recipe(text, "bad.yaml", overrides);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Recipe, EmptyRecipeGivesDocumentedDefaults) {
+  const Recipe r = parse_recipe("", "empty.yaml");
+  EXPECT_EQ(r.model.d_model, 128);
+  EXPECT_EQ(r.optim.name, "adamw");
+  EXPECT_TRUE(r.model.causal);
+  EXPECT_TRUE(r.model.pre_norm);
+}
+
+TEST(Recipe, BertDefaultsFollowTheArchitecture) {
+  const Recipe r = parse_recipe("model:\n  arch: bert\nsample:\n", "bert.yaml");
+  EXPECT_FALSE(r.model.causal);
+  EXPECT_FALSE(r.model.pre_norm);
+  EXPECT_EQ(r.model.gelu, ops::GeluApprox::erf);
+}
+
+TEST(Recipe, OverridesApplyAfterTheFile) {
+  const Recipe r = parse_recipe("optim:\n  lr: 0.01\n", "r.yaml", {"optim.lr=3e-4", "train.steps=500"});
+  EXPECT_DOUBLE_EQ(r.optim.lr, 3e-4);
+  EXPECT_EQ(r.train.steps, 500);
+}
+
+TEST(Recipe, ResolvedYamlParsesBackToTheSameRecipe) {
+  const Recipe r = parse_recipe("model:\n  d_model: 96\n  n_heads: 3\n  position: rope\noptim:\n  lr: 0.0003\n"
+                                "sample:\n  prompt: \"He said: \\\"yes\\\"\"\n",
+                                "r.yaml");
+  const std::string yaml = r.to_yaml();
+  const Recipe back = parse_recipe(yaml, "resolved.yaml");
+  EXPECT_EQ(back.to_yaml(), yaml);
+  EXPECT_EQ(back.model.d_model, 96);
+  EXPECT_EQ(back.sample.prompt, "He said: \"yes\"");
+  EXPECT_DOUBLE_EQ(back.optim.lr, 3e-4);
+}
+
+struct BadCase {
+  const char* what;
+  std::string text;
+  std::vector<std::string> overrides;
+  std::vector<std::string> expected_parts;  // each must appear in the message
+};
+
+class BadRecipe : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadRecipe, ErrorNamesFileLineKeyAndExpectation) {
+  const BadCase& c = GetParam();
+  const std::string message = error_of(c.text, c.overrides);
+  ASSERT_FALSE(message.empty()) << c.what << ": parsed without error";
+  for (const std::string& part : c.expected_parts)
+    EXPECT_NE(message.find(part), std::string::npos) << c.what << ": '" << part << "' not in: " << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Mistakes, BadRecipe,
+    ::testing::Values(
+        BadCase{"unknown key with suggestion", "optim:\n  lrr: 0.1\n", {}, {"bad.yaml:2:3", "optim.lrr", "did you mean 'optim.lr'"}},
+        BadCase{"unknown section", "modle:\n  d_model: 64\n", {}, {"bad.yaml:1:1", "unknown section 'modle'", "model"}},
+        BadCase{"integer given text", "model:\n  d_model: wide\n", {}, {"bad.yaml:2:3", "model.d_model", "integer", "'wide'"}},
+        BadCase{"integer given float", "train:\n  steps: 10.5\n", {}, {"bad.yaml:2:3", "train.steps", "integer"}},
+        BadCase{"number out of range", "model:\n  dropout: 1.5\n", {}, {"bad.yaml:2:3", "model.dropout", "[0.0, 1.0)", "'1.5'"}},
+        BadCase{"boolean given yes-ish", "model:\n  bias: maybe\n", {}, {"bad.yaml:2:3", "model.bias", "boolean"}},
+        BadCase{"choice not in set", "model:\n  position: absolute\n", {}, {"bad.yaml:2:3", "model.position", "one of: none, sinusoidal, learned, rope"}},
+        BadCase{"d_model not divisible by heads", "model:\n  d_model: 100\n  n_heads: 3\n", {}, {"bad.yaml:2:3", "divisible", "model.n_heads"}},
+        BadCase{"bert with causal mask", "model:\n  arch: bert\n  causal: true\n", {}, {"bad.yaml:", "model.causal", "false for a BERT"}},
+        BadCase{"seq_len beyond max positions", "model:\n  max_seq_len: 64\ndata:\n  seq_len: 128\n", {}, {"bad.yaml:4:3", "data.seq_len", "model.max_seq_len"}},
+        BadCase{"duplicate key", "train:\n  steps: 10\n  steps: 20\n", {}, {"bad.yaml:3:3", "train.steps", "twice", "bad.yaml:2:3"}},
+        BadCase{"section is a list", "optim:\n  - lr\n", {}, {"bad.yaml:1:1", "optim", "mapping"}},
+        BadCase{"value is a list", "optim:\n  lr: [1, 2]\n", {}, {"bad.yaml:2:3", "optim.lr", "a list"}},
+        BadCase{"YAML syntax", "model:\n  d_model: [64\n", {}, {"bad.yaml:", "YAML syntax error"}},
+        BadCase{"override with bad type", "", {"optim.lr=fast"}, {"--set optim.lr=fast", "optim.lr", "number"}},
+        BadCase{"override unknown key", "", {"train.step=5"}, {"--set train.step=5", "did you mean 'train.steps'"}},
+        BadCase{"override without '='", "", {"train.steps"}, {"--set train.steps", "section.key=value"}},
+        BadCase{"files corpus without path", "data:\n  corpus: files\n", {}, {"bad.yaml:2:3", "data.train_path"}},
+        BadCase{"min_lr above lr", "optim:\n  lr: 0.001\nschedule:\n  min_lr: 0.01\n", {}, {"bad.yaml:4:3", "schedule.min_lr"}},
+        BadCase{"odd head_dim with rope", "model:\n  d_model: 12\n  n_heads: 4\n  position: rope\n", {}, {"bad.yaml:", "rope", "even head_dim"}}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      std::string name;
+      for (char ch : std::string(info.param.what)) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      return name;
+    });
+
+TEST(Recipe, MissingFileIsAnInputErrorNamingIt) {
+  try {
+    load_recipe("/nonexistent/recipe.yaml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/recipe.yaml"), std::string::npos);
+  }
+}
+
+TEST(Recipe, EveryKeyHasTypeAndMeaning) {
+  for (const RecipeKeyDoc& k : recipe_keys()) {
+    EXPECT_FALSE(k.type.empty()) << k.key;
+    EXPECT_FALSE(k.meaning.empty()) << k.key;
+    EXPECT_FALSE(k.default_value.empty()) << k.key;
+  }
+}
+
+}  // namespace
+}  // namespace tf::train

@@ -1,0 +1,236 @@
+// Recipe parsing and validation against the schema in recipe_schema.cpp.
+#include "train/recipe.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "train/recipe_schema.h"
+
+namespace tf::train {
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean 'optim.lr'?)" when a known key is close, else "".
+std::string did_you_mean(const std::string& key) {
+  const std::string section = key.substr(0, key.find('.'));
+  std::string best;
+  size_t best_distance = std::max<size_t>(3, key.size() / 3) + 1;
+  for (const Field& f : recipe_fields()) {
+    // Compare within the section by the short name too, so "lerning_rate" finds "lr" less eagerly
+    // than "optim.lrr" finds "optim.lr".
+    const size_t d = edit_distance(key, f.key);
+    if (d < best_distance) best_distance = d, best = f.key;
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+std::set<std::string> sections() {
+  std::set<std::string> out;
+  for (const Field& f : recipe_fields()) out.insert(f.key.substr(0, f.key.find('.')));
+  return out;
+}
+
+std::string mark(const std::string& source, const YAML::Mark& m) {
+  return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+class Binder {
+ public:
+  explicit Binder(std::string source) : source_(std::move(source)) { recipe_.source = source_; }
+
+  void bind_document(const YAML::Node& root) {
+    if (!root || root.IsNull()) return;  // an empty recipe: all defaults
+    if (!root.IsMap()) fail(mark(source_, root.Mark()), "the recipe must be a mapping of sections (model:, data:, ...)");
+    const std::set<std::string> known = sections();
+    std::set<std::string> seen_sections;
+    for (const auto& section : root) {
+      const std::string name = section.first.as<std::string>();
+      const std::string at = mark(source_, section.first.Mark());
+      if (!known.count(name)) {
+        std::string list;
+        for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
+        fail(at, "unknown section '" + name + "'" + did_you_mean(name + ".") + "; expected one of: " + list);
+      }
+      if (!seen_sections.insert(name).second) fail(at, "section '" + name + "' appears twice");
+      if (section.second.IsNull()) continue;
+      if (!section.second.IsMap()) fail(at, "section '" + name + "' must be a mapping of keys");
+      for (const auto& entry : section.second) {
+        const std::string key = name + "." + entry.first.as<std::string>();
+        const std::string key_at = mark(source_, entry.first.Mark());
+        if (where_.count(key)) fail(key_at, "key '" + key + "' appears twice (first at " + where_[key] + ")");
+        where_[key] = key_at;
+        set(key, entry.second, key_at);
+      }
+    }
+  }
+
+  void bind_override(const std::string& text) {
+    const std::string at = "--set " + text;
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(at + ": expected section.key=value, e.g. --set optim.lr=3e-4");
+    const std::string key = text.substr(0, eq);
+    YAML::Node value;
+    try {
+      value = YAML::Load(text.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      throw InputError(at + ": the value is not valid YAML: " + e.msg);
+    }
+    where_[key] = at;
+    set(key, value, at);
+  }
+
+  Recipe finish() {
+    auto& m = recipe_.model;
+    // Defaults that follow from the architecture, unless the recipe set them.
+    if (!where_.count("model.causal")) m.causal = m.arch == layers::Architecture::gpt;
+    if (!where_.count("model.pre_norm")) m.pre_norm = m.arch == layers::Architecture::gpt;
+    if (!where_.count("model.gelu") && m.arch == layers::Architecture::bert) m.gelu = ops::GeluApprox::erf;
+    try {
+      m.validate();
+    } catch (const InputError& e) {
+      fail(location_of_first_key_in(e.what()), e.what());
+    }
+    const auto& r = recipe_;
+    check(r.data.seq_len <= m.max_seq_len, "data.seq_len",
+          "data.seq_len (" + std::to_string(r.data.seq_len) + ") exceeds model.max_seq_len (" +
+              std::to_string(m.max_seq_len) + "): the model has no positions beyond it");
+    check(m.arch != layers::Architecture::bert || r.data.seq_len >= 3, "data.seq_len",
+          "data.seq_len must be at least 3 for a BERT ([CLS], one token, [SEP])");
+    check(r.data.corpus != "files" || !r.data.train_path.empty(), "data.corpus",
+          "data.corpus is 'files' but data.train_path is empty: name a UTF-8 text file or folder");
+    check(r.data.corpus != "brown" || r.data.train_path.empty(), "data.train_path",
+          "data.train_path is set but data.corpus is 'brown': set data.corpus: files to train on your own text");
+    check(r.schedule.min_lr <= r.optim.lr, "schedule.min_lr", "schedule.min_lr must not exceed optim.lr");
+    check(r.schedule.warmup_steps <= r.train.steps, "schedule.warmup_steps",
+          "schedule.warmup_steps (" + std::to_string(r.schedule.warmup_steps) + ") exceeds train.steps (" +
+              std::to_string(r.train.steps) + ")");
+    check(!r.optim.nesterov || r.optim.name == "sgd", "optim.nesterov", "optim.nesterov applies to optim.name: sgd only");
+    check(!r.optim.nesterov || r.optim.momentum > 0, "optim.nesterov", "Nesterov momentum needs optim.momentum > 0");
+    check(m.arch == layers::Architecture::gpt || r.sample.tokens == 0 || !where_.count("sample.tokens"),
+          "sample.tokens", "sampling continues text with a GPT; a BERT recipe cannot set sample.tokens");
+    return recipe_;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& at, const std::string& message) const {
+    throw InputError(at + ": " + message);
+  }
+
+  void check(bool ok, const std::string& key, const std::string& message) const {
+    if (ok) return;
+    auto it = where_.find(key);
+    fail(it != where_.end() ? it->second : source_, message);
+  }
+
+  // For messages from ModelConfig::validate, which name keys but know no lines: the location of
+  // the first key the message mentions that the recipe set, else the file.
+  std::string location_of_first_key_in(const std::string& message) const {
+    size_t best = std::string::npos;
+    std::string at = source_;
+    for (const auto& [key, where] : where_) {
+      const size_t pos = message.find(key);
+      if (pos < best) best = pos, at = where;
+    }
+    return at;
+  }
+
+  void set(const std::string& key, const YAML::Node& value, const std::string& at) {
+    const Field* field = find_field(key);
+    if (!field) fail(at, "unknown key '" + key + "'" + did_you_mean(key));
+    if (!value.IsScalar()) {
+      const char* got = value.IsNull() ? "nothing" : value.IsMap() ? "a mapping" : "a list";
+      fail(at, "key '" + key + "' expects " + article(field->type) + ", got " + got);
+    }
+    try {
+      field->set(recipe_, value.Scalar());
+    } catch (const BadValue& bad) {
+      fail(at, "key '" + key + "' expects " + bad.expected + ", got '" + value.Scalar() + "'");
+    }
+  }
+
+  static std::string article(const std::string& type) {
+    if (type.rfind("one of", 0) == 0) return type;
+    return (std::string("aeiou").find(type[0]) != std::string::npos ? "an " : "a ") + type;
+  }
+
+  std::string source_;
+  Recipe recipe_;
+  std::map<std::string, std::string> where_;  // key -> "file:line:col" or "--set ..."
+};
+
+}  // namespace
+
+Recipe parse_recipe(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(mark(source, e.mark) + ": YAML syntax error: " + e.msg);
+  }
+  Binder binder(source);
+  binder.bind_document(root);
+  for (const std::string& o : overrides) binder.bind_override(o);
+  return binder.finish();
+}
+
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  TF_CHECK_INPUT(in, path, ": cannot read the recipe file (does it exist?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_recipe(text.str(), path, overrides);
+}
+
+std::string Recipe::to_yaml() const {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  std::string open_section;
+  for (const Field& f : recipe_fields()) {
+    const std::string section = f.key.substr(0, f.key.find('.'));
+    if (section != open_section) {
+      if (!open_section.empty()) out << YAML::EndMap;
+      out << YAML::Key << section << YAML::Value << YAML::BeginMap;
+      open_section = section;
+    }
+    out << YAML::Key << f.key.substr(f.key.find('.') + 1) << YAML::Value;
+    if (f.is_string)
+      out << YAML::DoubleQuoted << f.get(*this);
+    else
+      out << f.get(*this);
+  }
+  out << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::vector<RecipeKeyDoc> recipe_keys() {
+  const Recipe defaults;
+  std::vector<RecipeKeyDoc> out;
+  for (const Field& f : recipe_fields()) {
+    const std::string value = f.get(defaults);
+    out.push_back({f.key, f.type, f.is_string ? "\"" + value + "\"" : value, f.meaning});
+  }
+  return out;
+}
+
+}  // namespace tf::train

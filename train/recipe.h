@@ -1,0 +1,110 @@
+// Recipes: a YAML file -> a typed, validated Recipe, with documented defaults for every key.
+//
+// A recipe overrides only what differs from the defaults below (docs/recipes.md lists every key
+// with its type, default and meaning). Validation happens before any work starts: unknown keys
+// (with a "did you mean"), duplicate keys, wrong types, out-of-range values and inconsistent
+// combinations are InputErrors that name the file, line and column, the key, and what was
+// expected. Command-line overrides (`--set optim.lr=3e-4`) are applied to the YAML tree first and
+// validated the same way; their errors name the override instead of a line.
+//
+//   Recipe r = load_recipe("recipes/gpt_brown_char.yaml", {"train.steps=500"});
+//   r.model.d_model;                 // 128
+//   std::string yaml = r.to_yaml();  // the resolved recipe, every key present
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers/models/config.h"
+
+namespace tf::train {
+
+struct DataConfig {
+  std::string corpus = "brown";      // "brown" (prepared from data/brown) or "files"
+  std::string train_path;            // corpus: files -> a UTF-8 file or folder
+  std::string val_path;              // corpus: files -> optional; empty: last 10% of train
+  std::string tokenizer = "char";    // char | bpe
+  int64_t bpe_vocab_size = 1024;     // tokenizer: bpe
+  int64_t seq_len = 128;             // tokens per training window
+  std::string cache_dir = "data/cache";
+  double mask_prob = 0.15;           // BERT: fraction of positions chosen for prediction
+};
+
+struct OptimConfig {
+  std::string name = "adamw";  // sgd | adam | adamw
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double momentum = 0.9;       // sgd
+  bool nesterov = false;       // sgd
+  bool decay_biases_and_norms = false;
+  bool decay_embeddings = false;
+};
+
+struct ScheduleConfig {
+  std::string kind = "cosine";  // constant | cosine | linear
+  int64_t warmup_steps = 100;
+  double min_lr = 1e-4;
+};
+
+struct TrainConfig {
+  int64_t steps = 2000;
+  int64_t batch_size = 16;
+  int64_t grad_accum = 1;   // micro-batches per optimizer step
+  double grad_clip = 1.0;   // global norm; 0 disables
+  int64_t seed = 1337;
+  int64_t threads = 0;      // 0: physical cores (OMP_NUM_THREADS wins when set)
+  bool anomaly = false;     // name the first op producing a non-finite value
+};
+
+struct EvalConfig {
+  int64_t interval = 250;   // steps between validation runs; 0 disables
+  int64_t batches = 20;     // validation batches per run
+};
+
+struct CheckpointConfig {
+  std::string dir = "runs/default";
+  int64_t interval = 500;   // steps between checkpoints; the last step always writes one
+  int64_t keep = 3;         // checkpoints kept in the run folder
+};
+
+struct LogConfig {
+  int64_t interval = 10;    // steps between progress lines / metrics records
+};
+
+struct SampleConfig {
+  int64_t tokens = 300;     // printed after training (GPT)
+  std::string prompt = "The ";
+  double temperature = 0.8;
+  int64_t top_k = 0;        // 0: off
+  double top_p = 1.0;       // 1: off
+};
+
+struct Recipe {
+  std::string source;  // file the recipe came from ("" when built in code)
+  layers::ModelConfig model;
+  DataConfig data;
+  OptimConfig optim;
+  ScheduleConfig schedule;
+  TrainConfig train;
+  EvalConfig eval;
+  CheckpointConfig checkpoint;
+  LogConfig log;
+  SampleConfig sample;
+
+  std::string to_yaml() const;  // every key, resolved; parses back to an equal recipe
+};
+
+// Parses and validates. `overrides` are "section.key=value" strings.
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {});
+Recipe parse_recipe(const std::string& yaml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides = {});
+
+// One documented key of the schema, for docs and --help listings.
+struct RecipeKeyDoc {
+  std::string key, type, default_value, meaning;
+};
+std::vector<RecipeKeyDoc> recipe_keys();
+
+}  // namespace tf::train

@@ -1,0 +1,193 @@
+// Every recipe key: type, range, meaning, accessors. Defaults live in the config structs.
+#include "train/recipe_schema.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace tf::train {
+
+namespace {
+
+using layers::Architecture;
+using layers::PositionEncoding;
+
+std::string format_number(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest form that round-trips
+  std::string s(buf, end);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep it a float in YAML
+  return s;
+}
+
+template <class Ref>
+Field integer(std::string key, std::string meaning, Ref ref, int64_t min,
+              int64_t max = std::numeric_limits<int32_t>::max()) {
+  std::string type = "integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  return {key, type, meaning, false, [ref](const Recipe& r) { return std::to_string(ref(const_cast<Recipe&>(r))); },
+          [ref, min, max, type](Recipe& r, const std::string& s) {
+            int64_t v = 0;
+            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max) throw BadValue{"an " + type};
+            ref(r) = v;
+          }};
+}
+
+// A number in [min, max] (or (min, max] when min_open).
+template <class Ref>
+Field number(std::string key, std::string meaning, Ref ref, double min, double max, bool min_open = false,
+             bool max_open = false) {
+  std::string type = std::string("number in ") + (min_open ? "(" : "[") + format_number(min) + ", " +
+                     (std::isinf(max) ? "inf" : format_number(max)) + (max_open || std::isinf(max) ? ")" : "]");
+  return {key, type, meaning, false, [ref](const Recipe& r) { return format_number(ref(const_cast<Recipe&>(r))); },
+          [ref, min, max, min_open, max_open, type](Recipe& r, const std::string& s) {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            const bool parsed = !s.empty() && end == s.c_str() + s.size() && std::isfinite(v);
+            const bool in_range = (min_open ? v > min : v >= min) && (max_open ? v < max : v <= max);
+            if (!parsed || !in_range) throw BadValue{"a " + type};
+            ref(r) = v;
+          }};
+}
+
+template <class Ref>
+Field boolean(std::string key, std::string meaning, Ref ref) {
+  return {key, "boolean (true or false)", meaning, false,
+          [ref](const Recipe& r) { return std::string(ref(const_cast<Recipe&>(r)) ? "true" : "false"); },
+          [ref](Recipe& r, const std::string& s) {
+            if (s != "true" && s != "false") throw BadValue{"a boolean (true or false)"};
+            ref(r) = s == "true";
+          }};
+}
+
+template <class Ref>
+Field text(std::string key, std::string meaning, Ref ref) {
+  return {key, "string", meaning, true, [ref](const Recipe& r) { return ref(const_cast<Recipe&>(r)); },
+          [ref](Recipe& r, const std::string& s) { ref(r) = s; }};
+}
+
+// One of a fixed set of names, stored as the value paired with the name.
+template <class Ref, class T>
+Field choice(std::string key, std::string meaning, Ref ref, std::vector<std::pair<std::string, T>> options) {
+  std::string type = "one of:";
+  for (size_t i = 0; i < options.size(); ++i) type += (i ? ", " : " ") + options[i].first;
+  return {key, type, meaning, false,
+          [ref, options](const Recipe& r) {
+            for (const auto& [name, value] : options)
+              if (value == ref(const_cast<Recipe&>(r))) return name;
+            return std::string("?");
+          },
+          [ref, options, type](Recipe& r, const std::string& s) {
+            for (const auto& [name, value] : options)
+              if (name == s) return void(ref(r) = value);
+            throw BadValue{type};
+          }};
+}
+
+template <class T>
+std::vector<std::pair<std::string, T>> same_names(std::initializer_list<const char*> names) {
+  std::vector<std::pair<std::string, T>> out;
+  for (const char* n : names) out.emplace_back(n, n);
+  return out;
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+#define REF(expr) [](Recipe& r) -> auto& { return r.expr; }
+
+std::vector<Field> make_fields() {
+  return {
+      choice("model.arch", "gpt (causal language model) or bert (masked language model)", REF(model.arch),
+             std::vector<std::pair<std::string, Architecture>>{{"gpt", Architecture::gpt}, {"bert", Architecture::bert}}),
+      integer("model.max_seq_len", "positions the model can attend over", REF(model.max_seq_len), 1, 1 << 20),
+      integer("model.d_model", "width of the residual stream", REF(model.d_model), 1, 1 << 16),
+      integer("model.n_layers", "transformer blocks", REF(model.n_layers), 1, 1024),
+      integer("model.n_heads", "attention heads; d_model must be divisible by it", REF(model.n_heads), 1, 1024),
+      integer("model.n_kv_heads", "key/value heads (grouped-query attention); 0 means n_heads", REF(model.n_kv_heads), 0, 1024),
+      integer("model.d_ff", "feed-forward hidden width; 0 means 4 * d_model", REF(model.d_ff), 0, 1 << 20),
+      choice("model.position", "position encoding", REF(model.position),
+             std::vector<std::pair<std::string, PositionEncoding>>{{"none", PositionEncoding::none},
+                                                                   {"sinusoidal", PositionEncoding::sinusoidal},
+                                                                   {"learned", PositionEncoding::learned},
+                                                                   {"rope", PositionEncoding::rope}}),
+      number("model.rope_theta", "RoPE base: pair i turns at pos * theta^(-2i/head_dim)", REF(model.rope_theta), 1.0, kInf, true),
+      boolean("model.causal", "causal attention mask; defaults from arch (gpt: true, bert: false), which it must match", REF(model.causal)),
+      boolean("model.pre_norm", "layer norm before each sublayer (GPT-2) instead of after the residual sum; defaults from arch (gpt: true, bert: false)", REF(model.pre_norm)),
+      number("model.dropout", "dropout on embeddings and sublayer outputs", REF(model.dropout), 0.0, 1.0, false, true),
+      number("model.attn_dropout", "dropout on attention probabilities", REF(model.attn_dropout), 0.0, 1.0, false, true),
+      number("model.ln_eps", "epsilon added to the variance in layer norm", REF(model.ln_eps), 0.0, 1.0, true),
+      choice("model.gelu", "GELU form: tanh approximation (GPT-2) or exact erf (BERT)", REF(model.gelu),
+             std::vector<std::pair<std::string, ops::GeluApprox>>{{"tanh", ops::GeluApprox::tanh}, {"erf", ops::GeluApprox::erf}}),
+      boolean("model.tie_embeddings", "GPT: the LM head reuses the token embedding (BERT: always)", REF(model.tie_embeddings)),
+      boolean("model.bias", "biases in linear layers", REF(model.bias)),
+      integer("model.n_segments", "BERT segment (token type) embeddings; 0 = none", REF(model.n_segments), 0, 16),
+      number("model.init_std", "standard deviation of the normal initialisation of weights", REF(model.init_std), 0.0, 1.0, true),
+
+      choice("data.corpus", "brown (the Brown corpus, prepared by setup) or files (train_path / val_path)", REF(data.corpus),
+             same_names<std::string>({"brown", "files"})),
+      text("data.train_path", "corpus files: UTF-8 text file or folder to train on", REF(data.train_path)),
+      text("data.val_path", "corpus files: validation text; empty means the last 10% of train_path", REF(data.val_path)),
+      choice("data.tokenizer", "char (UTF-8 characters) or bpe (byte-level BPE trained on the corpus)", REF(data.tokenizer),
+             same_names<std::string>({"char", "bpe"})),
+      integer("data.bpe_vocab_size", "tokenizer bpe: vocabulary size including the 256 bytes", REF(data.bpe_vocab_size), 260, 1 << 20),
+      integer("data.seq_len", "tokens per training window; at most model.max_seq_len", REF(data.seq_len), 1, 1 << 20),
+      text("data.cache_dir", "folder for tokenized-corpus caches", REF(data.cache_dir)),
+      number("data.mask_prob", "BERT: fraction of positions chosen for prediction", REF(data.mask_prob), 0.0, 1.0, true),
+
+      choice("optim.name", "optimizer", REF(optim.name), same_names<std::string>({"sgd", "adam", "adamw"})),
+      number("optim.lr", "peak learning rate", REF(optim.lr), 0.0, 10.0, true),
+      number("optim.beta1", "Adam: first-moment decay", REF(optim.beta1), 0.0, 1.0, false, true),
+      number("optim.beta2", "Adam: second-moment decay", REF(optim.beta2), 0.0, 1.0, false, true),
+      number("optim.eps", "Adam: added to the root of the second moment", REF(optim.eps), 0.0, 1.0, true),
+      number("optim.weight_decay", "AdamW: decoupled decay; SGD/Adam: L2 added to the gradient", REF(optim.weight_decay), 0.0, 10.0),
+      number("optim.momentum", "SGD momentum", REF(optim.momentum), 0.0, 1.0, false, true),
+      boolean("optim.nesterov", "SGD: Nesterov momentum", REF(optim.nesterov)),
+      boolean("optim.decay_biases_and_norms", "apply weight decay to biases and layer-norm parameters too", REF(optim.decay_biases_and_norms)),
+      boolean("optim.decay_embeddings", "apply weight decay to embeddings too", REF(optim.decay_embeddings)),
+
+      choice("schedule.kind", "learning-rate schedule after warmup", REF(schedule.kind),
+             same_names<std::string>({"constant", "cosine", "linear"})),
+      integer("schedule.warmup_steps", "steps of linear warmup from 0 to optim.lr", REF(schedule.warmup_steps), 0),
+      number("schedule.min_lr", "floor the decay ends at; at most optim.lr", REF(schedule.min_lr), 0.0, 10.0),
+
+      integer("train.steps", "optimizer steps", REF(train.steps), 1),
+      integer("train.batch_size", "sequences per micro-batch", REF(train.batch_size), 1, 1 << 16),
+      integer("train.grad_accum", "micro-batches per optimizer step", REF(train.grad_accum), 1, 1 << 16),
+      number("train.grad_clip", "global gradient-norm limit; 0 disables", REF(train.grad_clip), 0.0, kInf),
+      integer("train.seed", "seed of initialisation, data order, masking and dropout", REF(train.seed), 0),
+      integer("train.threads", "OpenMP threads; 0 means the physical cores (OMP_NUM_THREADS wins when set)", REF(train.threads), 0, 1024),
+      boolean("train.anomaly", "stop at the first non-finite value, naming the op and layer", REF(train.anomaly)),
+
+      integer("eval.interval", "steps between validation runs; 0 disables", REF(eval.interval), 0),
+      integer("eval.batches", "validation batches per run", REF(eval.batches), 1, 1 << 20),
+
+      text("checkpoint.dir", "run folder: checkpoints, metrics and the resolved recipe", REF(checkpoint.dir)),
+      integer("checkpoint.interval", "steps between checkpoints; the last step always writes one; 0: only the last", REF(checkpoint.interval), 0),
+      integer("checkpoint.keep", "checkpoints kept in the run folder", REF(checkpoint.keep), 1, 1000),
+
+      integer("log.interval", "steps between progress updates and metrics records", REF(log.interval), 1),
+
+      integer("sample.tokens", "GPT: tokens sampled after training; 0 disables", REF(sample.tokens), 0, 1 << 20),
+      text("sample.prompt", "GPT: text the sample continues", REF(sample.prompt)),
+      number("sample.temperature", "softmax temperature; 0 is greedy", REF(sample.temperature), 0.0, 100.0),
+      integer("sample.top_k", "keep the k most likely tokens; 0 keeps all", REF(sample.top_k), 0),
+      number("sample.top_p", "nucleus sampling: smallest set with this probability mass", REF(sample.top_p), 0.0, 1.0, true),
+  };
+}
+
+#undef REF
+
+}  // namespace
+
+const std::vector<Field>& recipe_fields() {
+  static const std::vector<Field> fields = make_fields();
+  return fields;
+}
+
+const Field* find_field(const std::string& key) {
+  for (const Field& f : recipe_fields())
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+}  // namespace tf::train
