@@ -201,6 +201,16 @@ bool exists(const H5::H5File& file, const std::string& path) {
   return true;  // the root, or every component was found
 }
 
+// Runs f, turning HDF5's exceptions (a damaged file) into an InputError about `what`.
+template <class F>
+auto reading(const std::string& file_path, const std::string& what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const H5::Exception& e) {
+    throw InputError(concat("HDF5 file '", file_path, "', ", what, ": ", detail(e)));
+  }
+}
+
 // Calls f(H5::H5Object&) on the group or dataset at `path`, which must exist.
 template <class F>
 void with_object(const H5::H5File& file, const std::string& path, F&& f) {
@@ -238,71 +248,66 @@ H5Writer::~H5Writer() {
   fs::remove(partial_path_, ignored);
 }
 
-H5::Group H5Writer::ensure_group(const std::string& group) {
+namespace {
+
+H5::Group ensure_group(const H5::H5File& file, const std::string& file_path, const std::string& group) {
   std::string prefix;
   for (const std::string& part : split_path(group)) {
     prefix += "/" + part;
-    if (!file_->nameExists(prefix)) {
-      file_->createGroup(prefix);
+    if (!file.nameExists(prefix)) {
+      file.createGroup(prefix);
       continue;
     }
-    TF_CHECK(file_->childObjType(prefix) == H5O_TYPE_GROUP, "HDF5 file '", path_, "': '", prefix,
+    TF_CHECK(file.childObjType(prefix) == H5O_TYPE_GROUP, "HDF5 file '", file_path, "': '", prefix,
              "' exists and is not a group");
   }
-  return file_->openGroup(normalize(group));
+  return file.openGroup(normalize(group));
 }
 
-void H5Writer::check_new_name(const H5::Group& g, const std::string& group, const std::string& name) const {
-  TF_CHECK(file_, "HDF5 file '", path_, "': write after close()");
+// Creates group/name (which must be new) as `stored` over `space` and writes `data` (in `memory`
+// layout) into it, unless the dataset is empty.
+void write_dataset(const H5::H5File& file, const std::string& file_path, const std::string& group,
+                   const std::string& name, const H5::DataType& stored, const H5::DataSpace& space,
+                   const void* data, const H5::DataType& memory) {
   TF_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..",
-           "HDF5 file '", path_, "': dataset name '", name, "' must be non-empty and contain no '/'");
-  TF_CHECK(!g.nameExists(name), "HDF5 file '", path_, "': '", join(group, name), "' written twice");
+           "HDF5 file '", file_path, "': dataset name '", name, "' must be non-empty and contain no '/'");
+  try {
+    const H5::Group g = ensure_group(file, file_path, group);
+    TF_CHECK(!g.nameExists(name), "HDF5 file '", file_path, "': '", join(group, name), "' written twice");
+    const H5::DataSet ds = g.createDataSet(name, stored, space);
+    if (space.getSimpleExtentNpoints() > 0) ds.write(data, memory);
+  } catch (const H5::Exception& e) {
+    throw Error(concat("HDF5 file '", file_path, "': writing '", join(group, name), "': ", detail(e)));
+  }
 }
+
+}  // namespace
 
 void H5Writer::write_tensor(const std::string& group, const std::string& name, const Tensor& t) {
   TF_CHECK(file_, "HDF5 file '", path_, "': write after close()");
-  try {
-    H5::Group g = ensure_group(group);
-    check_new_name(g, group, name);
-    H5::DataSet ds = g.createDataSet(name, file_type(t.dtype()), space_of(t.shape()));
-    if (t.numel() > 0) ds.write(t.raw_data(), memory_type(t.dtype()));
-  } catch (const H5::Exception& e) {
-    throw Error(concat("HDF5 file '", partial_path_, "': writing '", join(group, name), "': ", detail(e)));
-  }
+  write_dataset(*file_, partial_path_, group, name, file_type(t.dtype()), space_of(t.shape()), t.raw_data(),
+                memory_type(t.dtype()));
 }
 
-void H5Writer::write_u64(const std::string& group, const std::string& name,
-                         const std::vector<uint64_t>& values) {
+void H5Writer::write_u64(const std::string& group, const std::string& name, const std::vector<uint64_t>& values) {
   TF_CHECK(file_, "HDF5 file '", path_, "': write after close()");
-  try {
-    H5::Group g = ensure_group(group);
-    check_new_name(g, group, name);
-    const hsize_t n = values.size();
-    H5::DataSet ds = g.createDataSet(name, H5::PredType::STD_U64LE, H5::DataSpace(1, &n));
-    if (n > 0) ds.write(values.data(), H5::PredType::NATIVE_UINT64);
-  } catch (const H5::Exception& e) {
-    throw Error(concat("HDF5 file '", partial_path_, "': writing '", join(group, name), "': ", detail(e)));
-  }
+  const hsize_t n = values.size();
+  write_dataset(*file_, partial_path_, group, name, H5::PredType::STD_U64LE, H5::DataSpace(1, &n), values.data(),
+                H5::PredType::NATIVE_UINT64);
 }
 
 void H5Writer::write_bytes(const std::string& group, const std::string& name, std::string_view bytes) {
   TF_CHECK(file_, "HDF5 file '", path_, "': write after close()");
-  try {
-    H5::Group g = ensure_group(group);
-    check_new_name(g, group, name);
-    const hsize_t n = bytes.size();
-    H5::DataSet ds = g.createDataSet(name, H5::PredType::STD_U8LE, H5::DataSpace(1, &n));
-    if (n > 0) ds.write(bytes.data(), H5::PredType::NATIVE_UINT8);
-  } catch (const H5::Exception& e) {
-    throw Error(concat("HDF5 file '", partial_path_, "': writing '", join(group, name), "': ", detail(e)));
-  }
+  const hsize_t n = bytes.size();
+  write_dataset(*file_, partial_path_, group, name, H5::PredType::STD_U8LE, H5::DataSpace(1, &n), bytes.data(),
+                H5::PredType::NATIVE_UINT8);
 }
 
 void H5Writer::write_attr(const std::string& path, const std::string& key, const H5Attr& value) {
   TF_CHECK(file_, "HDF5 file '", path_, "': write after close()");
   try {
     const std::string p = normalize(path);
-    if (!exists(*file_, p)) ensure_group(p);
+    if (!exists(*file_, p)) ensure_group(*file_, partial_path_, p);
     with_object(*file_, p, [&](H5::H5Object& obj) {
       if (obj.attrExists(key)) obj.removeAttr(key);
       const H5::DataSpace scalar(H5S_SCALAR);
@@ -363,11 +368,7 @@ H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
 H5Reader::~H5Reader() = default;
 
 bool H5Reader::has(const std::string& path) const {
-  try {
-    return exists(*file_, path);
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", path_, "': looking up '", normalize(path), "': ", detail(e)));
-  }
+  return reading(path_, concat("looking up '", normalize(path), "'"), [&] { return exists(*file_, path); });
 }
 
 bool H5Reader::has(const std::string& group, const std::string& name) const { return has(join(group, name)); }
@@ -375,21 +376,19 @@ bool H5Reader::has(const std::string& group, const std::string& name) const { re
 std::vector<std::string> H5Reader::list(const std::string& group) const {
   const std::string g = normalize(group);
   TF_CHECK_INPUT(has(g), "HDF5 file '", path_, "': group '", g, "' not found");
-  try {
+  return reading(path_, concat("listing group '", g, "'"), [&] {
     TF_CHECK_INPUT(g == "/" || file_->childObjType(g) == H5O_TYPE_GROUP, "HDF5 file '", path_, "': '", g,
                    "' is a dataset, expected a group");
     const H5::Group grp = file_->openGroup(g);
     std::vector<std::string> names;
     for (hsize_t i = 0, n = grp.getNumObjs(); i < n; ++i) names.push_back(grp.getObjnameByIdx(i));
     return names;
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", path_, "': listing group '", g, "': ", detail(e)));
-  }
+  });
 }
 
 Tensor H5Reader::read_tensor(const std::string& group, const std::string& name,
                              std::optional<DType> expected) const {
-  try {
+  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     DType dtype;
     if (c.stored == Stored::f32) dtype = DType::f32;
@@ -403,26 +402,22 @@ Tensor H5Reader::read_tensor(const std::string& group, const std::string& name,
     Tensor t = Tensor::empty(c.shape, dtype);
     if (t.numel() > 0) c.ds.read(t.raw_data(), memory_type(dtype));
     return t;
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", path_, "', dataset '", join(group, name), "': ", detail(e)));
-  }
+  });
 }
 
 void H5Reader::read_into(const std::string& group, const std::string& name, const Tensor& dst) const {
-  try {
+  reading(path_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     expect_stored(c, stored_of(dst.dtype()));
     check_shape(c, Shape::kMaxRank, file_size_);
     TF_CHECK_INPUT(c.shape == dst.shape(), c.where, ": expected shape ", dst.shape(), " for ", dst.describe(),
                    ", found ", c.shape);
     if (dst.numel() > 0) c.ds.read(dst.raw_data(), memory_type(dst.dtype()));
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", path_, "', dataset '", join(group, name), "': ", detail(e)));
-  }
+  });
 }
 
 std::vector<uint64_t> H5Reader::read_u64(const std::string& group, const std::string& name) const {
-  try {
+  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     expect_stored(c, Stored::u64);
     check_shape(c, 1, file_size_);
@@ -430,13 +425,11 @@ std::vector<uint64_t> H5Reader::read_u64(const std::string& group, const std::st
     std::vector<uint64_t> values(c.shape.numel());
     if (!values.empty()) c.ds.read(values.data(), H5::PredType::NATIVE_UINT64);
     return values;
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", path_, "', dataset '", join(group, name), "': ", detail(e)));
-  }
+  });
 }
 
 std::string H5Reader::read_bytes(const std::string& group, const std::string& name) const {
-  try {
+  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     expect_stored(c, Stored::u8);
     check_shape(c, 1, file_size_);
@@ -444,9 +437,7 @@ std::string H5Reader::read_bytes(const std::string& group, const std::string& na
     std::string bytes(c.shape.numel(), '\0');
     if (!bytes.empty()) c.ds.read(bytes.data(), H5::PredType::NATIVE_UINT8);
     return bytes;
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", path_, "', dataset '", join(group, name), "': ", detail(e)));
-  }
+  });
 }
 
 bool H5Reader::has_attr(const std::string& path, const std::string& key) const {

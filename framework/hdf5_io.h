@@ -40,7 +40,6 @@
 
 namespace H5 {
 class H5File;
-class Group;
 }  // namespace H5
 
 namespace tf {
@@ -80,8 +79,6 @@ class H5Writer {
   const std::string& path() const { return path_; }
 
  private:
-  H5::Group ensure_group(const std::string& group);
-  void check_new_name(const H5::Group& g, const std::string& group, const std::string& name) const;
   std::string path_, partial_path_;
   std::unique_ptr<H5::H5File> file_;
 };
