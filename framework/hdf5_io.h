@@ -1,0 +1,121 @@
+// Named tensors, byte strings and attributes <-> HDF5 groups and datasets: the storage layer of
+// checkpoints. Files are plain HDF5 (1.8-compatible), so h5py and h5dump read them directly.
+//
+// Names: a group is a '/'-separated path ("model", "/optimizer/state"; "" and "/" are the root);
+// a dataset name is one HDF5 link name and may contain dots, so PyTorch parameter paths are kept
+// whole: write_tensor("model", "blocks.0.attn.qkv.weight", w) creates the dataset
+// /model/blocks.0.attn.qkv.weight, which h5py shows as f['model']['blocks.0.attn.qkv.weight'].
+//
+// Stored types: f32 -> IEEE_F32LE, f64 -> IEEE_F64LE, i32 -> STD_I32LE, u64 (RNG state) ->
+// STD_U64LE, bytes -> a 1-D STD_U8LE dataset (h5py: bytes(f['recipe'][()])), attributes -> a
+// scalar variable-length UTF-8 string, STD_I64LE or IEEE_F64LE. A 0-d tensor is a scalar dataspace.
+//
+// Reading treats the file as untrusted: rank, every dimension, the element count (at most 2^31)
+// and the byte count (at most the file's size: we never compress) are checked before anything is
+// allocated, and the stored type must be the one expected (no silent conversion). Every failure
+// is a tf::InputError naming the file, the dataset and what was expected versus found.
+//
+// Writing is atomic: H5Writer writes to "<path>.partial" and close() renames it onto `path`, so a
+// crash mid-checkpoint never leaves a truncated file under the final name. If the writer is
+// destroyed without close() (an exception unwound it), the partial file is deleted.
+//
+// Debian's HDF5 is the serial, non-thread-safe build: use these classes from one thread at a time.
+//
+//   H5Writer out("run/ckpt.h5");
+//   out.write_tensor("model", "blocks.0.attn.qkv.weight", w);   // (2304, 768) f32
+//   out.write_attr("/", "step", int64_t{1200});
+//   out.close();
+//   H5Reader in("run/ckpt.h5");
+//   Tensor w2 = in.read_tensor("model", "blocks.0.attn.qkv.weight", DType::f32);
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace H5 {
+class H5File;
+}  // namespace H5
+
+namespace tf {
+
+using H5Attr = std::variant<std::string, int64_t, double>;
+
+class H5Writer {
+ public:
+  explicit H5Writer(std::string path);  // creates (or replaces, on close) the file at `path`
+  ~H5Writer();                          // without close(): discards the partial file
+  H5Writer(const H5Writer&) = delete;
+  H5Writer& operator=(const H5Writer&) = delete;
+
+  // Groups along `group` are created as needed. A name may not contain '/' nor exist already.
+  void write_tensor(const std::string& group, const std::string& name, const Tensor& t);
+  void write_u64(const std::string& group, const std::string& name, const std::vector<uint64_t>& values);
+  void write_bytes(const std::string& group, const std::string& name, std::string_view bytes);
+  // On the group or dataset at `path` (a missing group is created); replaces an existing key.
+  void write_attr(const std::string& path, const std::string& key, const H5Attr& value);
+  void write_attr(const std::string& path, const std::string& key, std::string value) {
+    write_attr(path, key, H5Attr(std::move(value)));
+  }
+  void write_attr(const std::string& path, const std::string& key, const char* value) {
+    write_attr(path, key, H5Attr(std::string(value)));
+  }
+  void write_attr(const std::string& path, const std::string& key, int64_t value) {
+    write_attr(path, key, H5Attr(value));
+  }
+  void write_attr(const std::string& path, const std::string& key, int value) {
+    write_attr(path, key, H5Attr(int64_t{value}));
+  }
+  void write_attr(const std::string& path, const std::string& key, double value) {
+    write_attr(path, key, H5Attr(value));
+  }
+
+  void close();  // flushes, closes and moves the file into place; required for the file to exist
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, partial_path_;
+  std::unique_ptr<H5::H5File> file_;
+};
+
+class H5Reader {
+ public:
+  explicit H5Reader(std::string path);  // InputError if missing, unreadable or not HDF5
+  ~H5Reader();
+  H5Reader(const H5Reader&) = delete;
+  H5Reader& operator=(const H5Reader&) = delete;
+
+  // True when a group or dataset exists at `path` ("model/blocks.0.attn.qkv.weight").
+  bool has(const std::string& path) const;
+  bool has(const std::string& group, const std::string& name) const;
+  // Names of the group's members (groups and datasets), in HDF5's name order.
+  std::vector<std::string> list(const std::string& group) const;
+
+  // The tensor as stored (f32, f64 or i32); with `expected`, any other dtype is an InputError.
+  Tensor read_tensor(const std::string& group, const std::string& name,
+                     std::optional<DType> expected = std::nullopt) const;
+  // Reads into `dst` (e.g. a model parameter), which fixes the expected dtype and shape.
+  void read_into(const std::string& group, const std::string& name, const Tensor& dst) const;
+  std::vector<uint64_t> read_u64(const std::string& group, const std::string& name) const;
+  std::string read_bytes(const std::string& group, const std::string& name) const;
+
+  bool has_attr(const std::string& path, const std::string& key) const;
+  H5Attr read_attr(const std::string& path, const std::string& key) const;
+  std::string read_attr_string(const std::string& path, const std::string& key) const;
+  int64_t read_attr_int(const std::string& path, const std::string& key) const;
+  double read_attr_double(const std::string& path, const std::string& key) const;  // accepts ints
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  uint64_t file_size_ = 0;
+  std::unique_ptr<H5::H5File> file_;
+};
+
+}  // namespace tf

@@ -1,0 +1,67 @@
+// Gradient norm, clipping and scaling over all parameters; see clip.h.
+#include "optim/clip.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tf::optim {
+
+namespace {
+
+// Elements per block of the deterministic sum: large enough to amortise the OpenMP overhead.
+constexpr int64_t kBlock = 1 << 14;
+
+// Sum of squares of x[0, n) in double, in fixed blocks summed in order.
+template <class T>
+double sum_of_squares(const T* x, int64_t n) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(blocks);  // (blocks,)
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    double s = 0;
+    for (int64_t i = b * kBlock, end = std::min(n, (b + 1) * kBlock); i < end; ++i)
+      s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    partial[b] = s;
+  }
+  double total = 0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+}  // namespace
+
+double grad_norm(const std::vector<ParamRef>& params) {
+  double total = 0;
+  for (const ParamRef& p : params) {
+    const Tensor g = p.param.grad();
+    if (!g.defined()) continue;
+    total += dispatch(g.dtype(), [&](auto zero) { return sum_of_squares(g.data<decltype(zero)>(), g.numel()); });
+  }
+  return std::sqrt(total);
+}
+
+double clip_grad_norm(const std::vector<ParamRef>& params, double max_norm) {
+  TF_CHECK_INPUT(max_norm > 0 && std::isfinite(max_norm), "clip_grad_norm: max_norm must be finite and > 0, got ",
+                 max_norm);
+  const double norm = grad_norm(params);
+  if (std::isfinite(norm) && norm > max_norm) scale_grads(params, max_norm / norm);
+  return norm;
+}
+
+void scale_grads(const std::vector<ParamRef>& params, double factor) {
+  for (const ParamRef& p : params) {
+    const Tensor g = p.param.grad();
+    if (!g.defined()) continue;
+    dispatch(g.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      T* x = g.data<T>();
+      const int64_t n = g.numel();
+      // The product is formed in double and rounded once, so a clipped norm is max_norm to within
+      // one rounding of each element.
+#pragma omp parallel for simd schedule(static) if (n >= kBlock * 2)
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<T>(static_cast<double>(x[i]) * factor);
+    });
+  }
+}
+
+}  // namespace tf::optim
