@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
     RawOnednn onednn(d, a.data<float>(), b.data<float>(), nullptr, c.data<float>());
     const std::function<void()> calls[] = {
         [&] { onednn.run(); },
-        [&] { tf::kernels::matmul_onednn(d, a.data<float>(), b.data<float>(), c.data<float>()); },
+        [&] { tf::kernels::matmul_onednn(d, a.data<float>(), b.data<float>(), c.data<float>(), nullptr); },
         [&] { const Tensor y = tf::ops::matmul(a, b); }};
     std::vector<double> us[3];
     for (const auto& f : calls) seconds_per_call(f, 1000);  // warm-up

@@ -9,19 +9,19 @@ namespace tf::ops {
 
 namespace {
 
-// Runs C = op(A) op(B) (or C += when dims.accumulate) with the kernel the dtype and mode select.
-void run_matmul(const kernels::MatmulDims& d, const Tensor& a, const Tensor& b, const Tensor& c) {
+// Runs C = op(A) op(B) (+ bias on every row) (+ C when dims.accumulate) with the kernel the dtype
+// and mode select. An empty inner dimension (k = 0) goes to the reference kernel, which handles it.
+void run_matmul(const kernels::MatmulDims& d, const Tensor& a, const Tensor& b, const Tensor& c,
+                const Tensor& bias = Tensor()) {
   if (d.batch * d.m * d.n == 0) return;
-  if (d.k == 0) {
-    if (!d.accumulate) c.fill(0.0);
-    return;
-  }
   dispatch(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (kernels::use_fast<T>())
-      kernels::matmul_fast(d, a.data<float>(), b.data<float>(), c.data<float>());
+    if (kernels::use_fast<T>() && d.k > 0)
+      kernels::matmul_fast(d, a.data<float>(), b.data<float>(), c.data<float>(),
+                           bias.defined() ? bias.data<float>() : nullptr);
     else
-      kernels::matmul_reference<T>(d, a.data<T>(), b.data<T>(), c.data<T>());
+      kernels::matmul_reference<T>(d, a.data<T>(), b.data<T>(), c.data<T>(),
+                                   bias.defined() ? bias.data<T>() : nullptr);
   });
 }
 
@@ -151,17 +151,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   d.k = x.dim(-1);
   d.n = out_features;
   d.trans_b = true;
-  if (bias.defined()) {  // start from the bias rows and accumulate the product onto them
-    dispatch(x.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* b = bias.data<T>();
-      T* o = out.data<T>();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < out_features; ++j) o[r * out_features + j] = b[j];
-    });
-    d.accumulate = true;
-  }
-  run_matmul(d, x, weight, out);
+  run_matmul(d, x, weight, out, bias);
   if (needs_grad(x, weight, bias)) {
     auto node = std::make_unique<LinearNode>();
     node->x = x;

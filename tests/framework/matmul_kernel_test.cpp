@@ -1,5 +1,6 @@
 // The fast float32 matmul kernels (oneDNN and OpenBLAS) against the reference kernel on odd sizes,
-// every transpose combination, batched and shared-B, overwriting and accumulating; then the ops
+// every transpose combination, batched and shared-B, with and without bias, overwriting and
+// accumulating; then the ops
 // matmul / linear fast path against the same ops under ReferenceKernelsGuard, forward and backward.
 //
 // m, n, k = rows of C, columns of C, inner dimension.
@@ -34,54 +35,59 @@ std::vector<To> convert(const std::vector<From>& v) {
   return std::vector<To>(v.begin(), v.end());
 }
 
-std::string describe(const MatmulDims& d) {
+std::string describe(const MatmulDims& d, bool with_bias) {
   return "batch " + std::to_string(d.batch) + ", m " + std::to_string(d.m) + ", n " + std::to_string(d.n) +
          ", k " + std::to_string(d.k) + (d.trans_a ? ", trans_a" : "") + (d.trans_b ? ", trans_b" : "") +
-         (d.b_broadcast ? ", b_broadcast" : "") + (d.accumulate ? ", accumulate" : "");
+         (d.b_broadcast ? ", b_broadcast" : "") + (d.accumulate ? ", accumulate" : "") + (with_bias ? ", bias" : "");
 }
 
 // Checks one fast kernel against the float64 reference, elementwise with the float32 error bound:
-// any order of float32 multiply-adds computing c0 + sum_p a_p b_p errs by at most
-// gamma_{k+1} (|c0| + sum_p |a_p| |b_p|), gamma_j = j u / (1 - j u), u = eps_f32 / 2 (Higham,
-// "Accuracy and Stability of Numerical Algorithms", 2nd ed., eq. 3.5). We allow (k + 1) eps_f32
-// times that sum, about twice the bound: rounding grows like k * eps_f32 * sum|a||b|, while a
-// wrong index or transpose shows up as an error of the order of sum|a||b| itself.
+// any order of float32 multiply-adds computing c0 + bias + sum_p a_p b_p errs by at most
+// gamma_{k+2} (|c0| + |bias| + sum_p |a_p| |b_p|), gamma_j = j u / (1 - j u), u = eps_f32 / 2
+// (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., eq. 3.5). We allow
+// (k + 2) eps_f32 times that sum, about twice the bound: rounding grows like
+// k * eps_f32 * sum|a||b|, while a wrong index or transpose shows up as an error of the order of
+// sum|a||b| itself.
 // The float64 reference on the same float32 inputs is exact to ~k 1e-16, so it stands for the truth.
 // The float32 reference is checked against the same bound, so the oracle itself is also held to it.
 template <class Kernel>
-void check_against_reference(const MatmulDims& d, Kernel&& fast, const char* name, Rng& rng) {
+void check_against_reference(const MatmulDims& d, bool with_bias, Kernel&& fast, const char* name, Rng& rng) {
   const size_t na = d.batch * d.m * d.k, nb = (d.b_broadcast ? 1 : d.batch) * d.k * d.n, nc = d.batch * d.m * d.n;
   const std::vector<float> a = random_floats(na, rng), b = random_floats(nb, rng), c0 = random_floats(nc, rng);
+  const std::vector<float> bias = random_floats(d.n, rng);  // (n)
+  const std::vector<double> bias64 = convert<double>(bias);
+  const float* bias_f32 = with_bias ? bias.data() : nullptr;
 
-  // Truth in float64, and sum |a||b| (+ |c0|) for the bound.
+  // Truth in float64, and sum |a||b| (+ |c0|, + |bias|) for the bound.
   std::vector<double> truth = convert<double>(c0), magnitude(nc);
-  kernels::matmul_reference<double>(d, convert<double>(a).data(), convert<double>(b).data(), truth.data());
+  kernels::matmul_reference<double>(d, convert<double>(a).data(), convert<double>(b).data(), truth.data(),
+                                    with_bias ? bias64.data() : nullptr);
   std::vector<double> abs_a(na), abs_b(nb);
   for (size_t i = 0; i < na; ++i) abs_a[i] = std::abs(a[i]);
   for (size_t i = 0; i < nb; ++i) abs_b[i] = std::abs(b[i]);
   MatmulDims dm = d;
   dm.accumulate = false;
   kernels::matmul_reference<double>(dm, abs_a.data(), abs_b.data(), magnitude.data());
-  if (d.accumulate)
-    for (size_t i = 0; i < nc; ++i) magnitude[i] += std::abs(c0[i]);
+  for (size_t i = 0; i < nc; ++i)
+    magnitude[i] += (d.accumulate ? std::abs(c0[i]) : 0.0) + (with_bias ? std::abs(bias[i % d.n]) : 0.0);
 
   auto check = [&](const std::vector<float>& c, const char* which) {
     size_t bad = 0, worst = 0;
     double worst_ratio = 0;
     for (size_t i = 0; i < nc; ++i) {
-      const double tol = (d.k + 1) * kEpsF32 * magnitude[i];
+      const double tol = (d.k + 2) * kEpsF32 * magnitude[i];
       const double ratio = std::abs(c[i] - truth[i]) / tol;
       if (!(ratio <= 1.0)) ++bad;  // NaN counts as bad
       if (!(ratio <= worst_ratio)) worst_ratio = ratio, worst = i;
     }
-    EXPECT_EQ(bad, 0u) << which << " (" << describe(d) << "): worst element " << worst << " = " << c[worst]
+    EXPECT_EQ(bad, 0u) << which << " (" << describe(d, with_bias) << "): worst element " << worst << " = " << c[worst]
                        << ", expected " << truth[worst] << ", error " << worst_ratio << " x tolerance";
   };
 
   std::vector<float> reference = c0, result = c0;
-  kernels::matmul_reference<float>(d, a.data(), b.data(), reference.data());
+  kernels::matmul_reference<float>(d, a.data(), b.data(), reference.data(), bias_f32);
   check(reference, "matmul_reference<float>");
-  fast(d, a.data(), b.data(), result.data());
+  fast(d, a.data(), b.data(), result.data(), bias_f32);
   check(result, name);
 }
 
@@ -95,12 +101,14 @@ class FastMatmul : public ::testing::TestWithParam<KernelCase> {};
 TEST_P(FastMatmul, MatchesReferenceOnOddSizes) {
   const KernelCase p = GetParam();
   Rng rng(17);
+  int shape_index = 0;
   for (int64_t m : {1, 3, 17, 63, 130}) {
     for (int64_t n : {1, 3, 17, 63, 130}) {
       for (int64_t k : {1, 3, 17, 63, 130}) {
         MatmulDims d{p.batch, m, n, k, p.trans_a, p.trans_b, p.b_broadcast, p.accumulate};
-        check_against_reference(d, kernels::matmul_onednn, "matmul_onednn", rng);
-        check_against_reference(d, kernels::matmul_blas, "matmul_blas", rng);
+        const bool with_bias = ++shape_index % 2 == 0;  // every other shape: all layouts, most sizes
+        check_against_reference(d, with_bias, kernels::matmul_onednn, "matmul_onednn", rng);
+        check_against_reference(d, with_bias, kernels::matmul_blas, "matmul_blas", rng);
         if (::testing::Test::HasFailure()) return;  // one shape's report is enough
       }
     }
