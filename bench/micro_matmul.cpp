@@ -18,7 +18,7 @@
 // the work was actually on a core, so the comparison survives other processes' load; with more
 // threads it would count spinning at barriers, so it is refused there.
 //
-//   build/bench/bench_micro_matmul [--rounds 15] [--seconds 0.03] [--clock wall|cpu]
+//   build/bench/bench_micro_matmul [--rounds 15] [--seconds 0.03] [--clock wall|cpu] [--only bias]
 #include <cblas.h>
 #include <omp.h>
 #include <sys/resource.h>
@@ -165,10 +165,12 @@ double peak_gflops(int threads, double* ghz, int* flops_per_cycle) {
 int main(int argc, char** argv) {
   int rounds = 15;
   double target_seconds = 0.03;  // per contestant per round
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--seconds")) target_seconds = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--clock")) g_cpu_clock = !std::strcmp(argv[i + 1], "cpu");
+    else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];  // cases whose name contains this
   }
   if (g_cpu_clock && omp_get_max_threads() != 1) {
     std::fprintf(stderr, "--clock cpu needs OMP_NUM_THREADS=1 (with more threads it counts barrier spinning)\n");
@@ -209,6 +211,7 @@ int main(int argc, char** argv) {
               "med (best)", "", "", "", "/call");
   bool all_met = true;
   for (const Case& c : cases) {
+    if (c.name.find(only) == std::string::npos) continue;
     const MatmulDims& d = c.dims;
     // Operands in the layout the framework call expects; the raw calls read the same buffers.
     const tf::Shape a_shape = d.batch > 1 ? tf::Shape{d.batch, d.trans_a ? d.k : d.m, d.trans_a ? d.m : d.k}
