@@ -96,6 +96,11 @@ struct KernelCase {
   int64_t batch;
 };
 
+void PrintTo(const KernelCase& p, std::ostream* out) {
+  *out << "trans_a " << p.trans_a << ", trans_b " << p.trans_b << ", batch " << p.batch << ", b_broadcast "
+       << p.b_broadcast << ", accumulate " << p.accumulate;
+}
+
 class FastMatmul : public ::testing::TestWithParam<KernelCase> {};
 
 TEST_P(FastMatmul, MatchesReferenceOnOddSizes) {
