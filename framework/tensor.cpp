@@ -161,4 +161,8 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
            dtype_name(b.dtype()));
 }
 
+void check_floating(const char* op, const Tensor& t) {
+  TF_CHECK(t.dtype() != DType::i32, op, ": needs a floating-point tensor (f32 or f64), got ", t.describe());
+}
+
 }  // namespace tf

@@ -131,5 +131,7 @@ class Tensor {
 // Throws, naming `op` and both shapes, unless a and b have the same shape and dtype.
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b);
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
+// Throws, naming `op` and the tensor, unless t is f32 or f64 (float ops refuse i32 token ids).
+void check_floating(const char* op, const Tensor& t);
 
 }  // namespace tf

@@ -1,7 +1,13 @@
 // Matrix multiplication kernels behind one narrow interface: raw pointers plus explicit dims.
 //
-//   C[b] (m x n) = op(A[b]) (m x k) . op(B[b]) (k x n)     (+ C[b] when accumulate)
+//   C[b] (m x n) = op(A[b]) (m x k) . op(B[b]) (k x n)  (+ bias (n) on every row, when given)
+//                                                        (+ C[b] when accumulate)
 //   op(A) = A^T when trans_a (A[b] is then stored k x m); likewise for B.
+//
+// The bias is an argument rather than something the caller writes into C first and accumulates
+// onto, which costs an extra write and read of C: at linear (2048, 384) -> 1152, writing the bias
+// first ran at 0.905 of oneDNN with its own bias argument, passing it through runs at 1.003
+// (bench_micro_matmul, one thread, CPU clock).
 //
 // All buffers are row-major and contiguous; A and C have `batch` matrices, B has `batch` or, when
 // b_broadcast, one matrix shared by every batch (a weight). Three implementations:
@@ -21,13 +27,15 @@ struct MatmulDims {
 };
 
 template <class T>
-void matmul_reference(const MatmulDims& d, const T* a, const T* b, T* c);
-void matmul_onednn(const MatmulDims& d, const float* a, const float* b, float* c);
-void matmul_blas(const MatmulDims& d, const float* a, const float* b, float* c);
+void matmul_reference(const MatmulDims& d, const T* a, const T* b, T* c, const T* bias = nullptr);
+void matmul_onednn(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias = nullptr);
+void matmul_blas(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias = nullptr);
 
-// The fast float path the ops use (oneDNN; see bench/micro for the measurement behind the choice).
-inline void matmul_fast(const MatmulDims& d, const float* a, const float* b, float* c) {
-  matmul_onednn(d, a, b, c);
+// The fast float path the ops use: oneDNN, at least as fast as OpenBLAS at every shape of
+// bench/micro_matmul.cpp (one thread, CPU clock), and 20% faster on attention's batches (one call
+// instead of one per entry; with two threads on a loaded machine, 10x: each BLAS call is a fork-join).
+inline void matmul_fast(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias = nullptr) {
+  matmul_onednn(d, a, b, c, bias);
 }
 
 }  // namespace tf::kernels

@@ -19,6 +19,7 @@ const char* binary_name(BinaryOp op) {
 // contiguous inner loop of for_each_broadcast).
 Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
   check_same_dtype(binary_name(op), a, b);
+  check_floating(binary_name(op), a);
   const Shape out_shape = broadcast_shapes(binary_name(op), a.shape(), b.shape());
   Tensor out = Tensor::empty(out_shape, a.dtype());
   const auto sa = broadcast_strides(a.shape(), out_shape), sb = broadcast_strides(b.shape(), out_shape);
@@ -100,6 +101,7 @@ Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b
 Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
 
 Tensor scale(const Tensor& x, double factor) {
+  check_floating("scale", x);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);

@@ -9,19 +9,19 @@ namespace tf::ops {
 
 namespace {
 
-// Runs C = op(A) op(B) (or C += when dims.accumulate) with the kernel the dtype and mode select.
-void run_matmul(const kernels::MatmulDims& d, const Tensor& a, const Tensor& b, const Tensor& c) {
+// Runs C = op(A) op(B) (+ bias on every row) (+ C when dims.accumulate) with the kernel the dtype
+// and mode select. An empty inner dimension (k = 0) goes to the reference kernel, which handles it.
+void run_matmul(const kernels::MatmulDims& d, const Tensor& a, const Tensor& b, const Tensor& c,
+                const Tensor& bias = Tensor()) {
   if (d.batch * d.m * d.n == 0) return;
-  if (d.k == 0) {
-    if (!d.accumulate) c.fill(0.0);
-    return;
-  }
   dispatch(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (kernels::use_fast<T>())
-      kernels::matmul_fast(d, a.data<float>(), b.data<float>(), c.data<float>());
+    if (kernels::use_fast<T>() && d.k > 0)
+      kernels::matmul_fast(d, a.data<float>(), b.data<float>(), c.data<float>(),
+                           bias.defined() ? bias.data<float>() : nullptr);
     else
-      kernels::matmul_reference<T>(d, a.data<T>(), b.data<T>(), c.data<T>());
+      kernels::matmul_reference<T>(d, a.data<T>(), b.data<T>(), c.data<T>(),
+                                   bias.defined() ? bias.data<T>() : nullptr);
   });
 }
 
@@ -32,6 +32,7 @@ struct MatmulShapes {
 
 MatmulShapes matmul_shapes(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   check_same_dtype("matmul", a, b);
+  check_floating("matmul", a);
   TF_CHECK(a.rank() >= 2 && b.rank() >= 2, "matmul: operands must be at least matrices, got ",
            a.shape(), " and ", b.shape());
   kernels::MatmulDims d;
@@ -71,8 +72,8 @@ struct MatmulNode : Node {
       Tensor db;
       if (b.rank() == 2 && a.rank() > 2) {
         // b was shared by every batch entry (trans_a is refused there): fold the batch into rows.
-        const Tensor a2 = a.view({a.numel() / a.dim(-1), a.dim(-1)});     // (R, k)
-        const Tensor dc2 = dc.view({dc.numel() / dc.dim(-1), dc.dim(-1)});  // (R, n)
+        const Tensor a2 = a.view({a.shape().numel_before(-1), a.dim(-1)});     // (R, k)
+        const Tensor dc2 = dc.view({dc.shape().numel_before(-1), dc.dim(-1)});  // (R, n)
         db = trans_b ? matmul(dc2, a2, true, false) : matmul(a2, dc2, true, false);
       } else {
         db = trans_b ? matmul(dc, a, true, trans_a) : matmul(a, dc, !trans_a, false);
@@ -109,7 +110,7 @@ struct LinearNode : Node {
   void backward() override {
     // y = x W^T + b over rows of x:  dx = dy W,  dW = dy^T x,  db = sum over rows of dy.
     const Tensor dy = outputs[0].grad();
-    const int64_t rows = x.numel() / x.dim(-1);
+    const int64_t rows = x.shape().numel_before(-1);  // not numel / dim(-1): in_features may be 0
     const Tensor dy2 = dy.view({rows, weight.dim(0)});
     if (x.requires_grad()) accumulate_grad(x, matmul(dy2, weight).view(x.shape()));
     if (weight.requires_grad()) accumulate_grad(weight, matmul(dy2, x.view({rows, x.dim(-1)}), true, false));
@@ -135,12 +136,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
            "linear: input ", x.describe(), " does not match weight ", weight.describe(),
            " (expected input (..., ", weight.rank() == 2 ? weight.dim(1) : -1, "))");
   check_same_dtype("linear", x, weight);
+  check_floating("linear", x);
   if (bias.defined()) {
     TF_CHECK(bias.rank() == 1 && bias.dim(0) == weight.dim(0), "linear: bias ", bias.describe(),
              " does not match weight ", weight.describe());
     check_same_dtype("linear", x, bias);
   }
-  const int64_t rows = x.numel() / x.dim(-1), out_features = weight.dim(0);
+  const int64_t rows = x.shape().numel_before(-1), out_features = weight.dim(0);
   Shape out_shape = x.shape();
   out_shape[-1] = out_features;
   Tensor out = Tensor::empty(out_shape, x.dtype());
@@ -149,17 +151,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   d.k = x.dim(-1);
   d.n = out_features;
   d.trans_b = true;
-  if (bias.defined()) {  // start from the bias rows and accumulate the product onto them
-    dispatch(x.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* b = bias.data<T>();
-      T* o = out.data<T>();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < out_features; ++j) o[r * out_features + j] = b[j];
-    });
-    d.accumulate = true;
-  }
-  run_matmul(d, x, weight, out);
+  run_matmul(d, x, weight, out, bias);
   if (needs_grad(x, weight, bias)) {
     auto node = std::make_unique<LinearNode>();
     node->x = x;

@@ -4,7 +4,7 @@
 namespace tf::kernels {
 
 template <class T>
-void matmul_reference(const MatmulDims& d, const T* a, const T* b, T* c) {
+void matmul_reference(const MatmulDims& d, const T* a, const T* b, T* c, const T* bias) {
   for (int64_t bi = 0; bi < d.batch; ++bi) {
     const T* A = a + bi * d.m * d.k;
     const T* B = b + (d.b_broadcast ? 0 : bi * d.k * d.n);
@@ -17,13 +17,14 @@ void matmul_reference(const MatmulDims& d, const T* a, const T* b, T* c) {
           const T bv = d.trans_b ? B[j * d.k + p] : B[p * d.n + j];
           sum += av * bv;
         }
+        if (bias) sum += bias[j];
         C[i * d.n + j] = d.accumulate ? C[i * d.n + j] + sum : sum;
       }
     }
   }
 }
 
-template void matmul_reference<float>(const MatmulDims&, const float*, const float*, float*);
-template void matmul_reference<double>(const MatmulDims&, const double*, const double*, double*);
+template void matmul_reference<float>(const MatmulDims&, const float*, const float*, float*, const float*);
+template void matmul_reference<double>(const MatmulDims&, const double*, const double*, double*, const double*);
 
 }  // namespace tf::kernels
