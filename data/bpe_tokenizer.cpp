@@ -255,8 +255,11 @@ BpeTokenizer BpeTokenizer::from_string(std::string_view serialised) {
     const std::string_view line = lines[2 + r];
     const size_t space = line.find(' ');
     TF_CHECK_INPUT(space != std::string_view::npos, "BpeTokenizer: bad merge line '", line, "'");
-    merges.emplace_back(static_cast<int32_t>(serial::parse_int(line.substr(0, space), "merge id")),
-                        static_cast<int32_t>(serial::parse_int(line.substr(space + 1), "merge id")));
+    const int64_t left = serial::parse_int(line.substr(0, space), "merge id");
+    const int64_t right = serial::parse_int(line.substr(space + 1), "merge id");
+    TF_CHECK_INPUT(left >= 0 && right >= 0 && left < 256 + r && right < 256 + r, "BpeTokenizer: merge ", r, " (",
+                   left, ", ", right, ") uses an id not defined before it (< ", 256 + r, ")");
+    merges.emplace_back(static_cast<int32_t>(left), static_cast<int32_t>(right));
   }
   BpeTokenizer tok(std::move(merges));
   size_t at = static_cast<size_t>(m) + 2;

@@ -61,6 +61,8 @@ std::string brown_sentence(std::string_view raw_line) {
     // `?/. ?/.` and `;/. ;/.` end thousands of sentences: a duplicated punctuation token.
     const bool punctuation = is_one_of(word, {".", ",", ";", ":", "?", "!"});
     if (punctuation && !words.empty() && words.back() == word) continue;
+    // A sentence-final period after an abbreviation ("Jr. .", "p.m. ."): English writes one.
+    if (word == "." && !words.empty() && words.back().size() > 1 && words.back().ends_with('.')) continue;
     words.push_back(word);
   }
 

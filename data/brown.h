@@ -32,7 +32,8 @@ BrownSplits prepare_brown(const std::filesystem::path& raw_dir, const std::files
 
 // One raw line of `word/tag` tokens -> one sentence of plain text (empty for a blank line):
 //  - the tag is whatever follows the LAST '/' (words such as 1/2/cd keep their inner slash);
-//  - a repeated punctuation token (`?/. ?/.`, a transcription artefact) is written once;
+//  - a repeated punctuation token (`?/. ?/.`, a transcription artefact) is written once, and so is
+//    a sentence-final period after an abbreviation (`Jr./np ./.` -> "Jr.");
 //  - `` and '' become ", opening and closing; a single ' opens when it starts a quotation
 //    (no single quote open and a word follows), else it closes;
 //  - no space before , . ; : ? ! ) ] closing quotes and clitics ('s 'll n't ...);

@@ -38,6 +38,7 @@ class CharTokenizer : public Tokenizer {
 
  protected:
   int32_t base_vocab_size() const override { return 1 + static_cast<int32_t>(code_points_.size()); }
+  bool is_builtin_special(std::string_view name) const override { return name == "<unk>"; }
 
  private:
   std::vector<char32_t> code_points_;              // id i + 1 <-> code_points_[i]

@@ -21,7 +21,7 @@ int32_t Tokenizer::add_special(std::string_view name) {
 }
 
 bool Tokenizer::has_special(std::string_view name) const {
-  return std::find(specials_.begin(), specials_.end(), name) != specials_.end();
+  return is_builtin_special(name) || std::find(specials_.begin(), specials_.end(), name) != specials_.end();
 }
 
 int32_t Tokenizer::id_of(std::string_view special) const {

@@ -52,6 +52,8 @@ class Tokenizer {
 
  protected:
   virtual int32_t base_vocab_size() const = 0;  // ids below this are learned tokens
+  // A special token built into the vocabulary (the char tokenizer's "<unk>"), known to id_of.
+  virtual bool is_builtin_special(std::string_view name) const { return false; }
   // The name of special id `id` (>= base_vocab_size()), for decode.
   const std::string& special_name(int32_t id) const { return specials_[id - base_vocab_size()]; }
   std::string specials_to_string() const;

@@ -28,6 +28,9 @@ TEST(BrownSentence, CollapsesDoubledPunctuation) {
   EXPECT_EQ(brown_sentence("Is/bez it/pps ?/. ?/."), "Is it?");
   EXPECT_EQ(brown_sentence("Go/vb !/. !/."), "Go!");
   EXPECT_EQ(brown_sentence("Mrs./np Davis/np 3/cd ,/, ,/, Mrs./np Hicks/np ./. ./."), "Mrs. Davis 3, Mrs. Hicks.");
+  EXPECT_EQ(brown_sentence("won/vbn by/in Ivan/np Allen/np Jr./np ./."), "won by Ivan Allen Jr.");
+  EXPECT_EQ(brown_sentence("at/in 7:30/cd p.m./rb ./."), "at 7:30 p.m.");
+  EXPECT_EQ(brown_sentence("Is/bez it/pps Jr./np ?/."), "Is it Jr.?");
 }
 
 TEST(BrownSentence, TagAfterTheLastSlash) {

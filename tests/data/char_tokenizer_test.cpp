@@ -38,6 +38,8 @@ TEST(CharTokenizer, SpecialsFollowTheVocabulary) {
   EXPECT_EQ(tok.id_of("[MASK]"), 4);
   EXPECT_EQ(tok.add_special("[CLS]"), 5);
   EXPECT_EQ(tok.add_special("[PAD]"), 3);  // already there
+  EXPECT_EQ(tok.add_special("<unk>"), 0);  // built in
+  EXPECT_TRUE(tok.has_special("<unk>"));
   EXPECT_EQ(tok.vocab_size(), 6);
   EXPECT_EQ(tok.special_ids(), (std::vector<int32_t>{0, 3, 4, 5}));
   EXPECT_EQ(tok.encode("[PAD]"), (std::vector<int32_t>{0, 0, 0, 0, 0}));  // text never yields a special
