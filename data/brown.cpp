@@ -2,9 +2,8 @@
 #include "data/brown.h"
 
 #include <algorithm>
-#include <array>
+#include <cctype>
 #include <fstream>
-#include <regex>
 #include <vector>
 
 #include "framework/error.h"
@@ -49,6 +48,12 @@ std::vector<std::string_view> split_whitespace(std::string_view line) {
     i = j;
   }
   return parts;
+}
+
+// Raw documents are named by genre letter a..r and a two-digit number: ca01 .. cr09.
+bool is_document_name(std::string_view name) {
+  return name.size() == 4 && name[0] == 'c' && name[1] >= 'a' && name[1] <= 'r' &&
+         std::isdigit(static_cast<unsigned char>(name[2])) && std::isdigit(static_cast<unsigned char>(name[3]));
 }
 
 }  // namespace
@@ -97,12 +102,10 @@ BrownSplits prepare_brown(const fs::path& raw_dir, const fs::path& out_dir) {
   std::error_code ec;
   TF_CHECK_INPUT(fs::is_directory(raw_dir, ec), "prepare_brown: no Brown corpus at '", raw_dir.string(),
                  "': ", fetch_hint);
-  // Raw documents are named by genre letter a..r and a two-digit number: ca01 .. cr09.
-  static const std::regex document_name("c[a-r][0-9][0-9]");
   std::vector<fs::path> documents;
   fs::file_time_type newest_raw = fs::file_time_type::min();
   for (const auto& entry : fs::directory_iterator(raw_dir)) {
-    if (!entry.is_regular_file() || !std::regex_match(entry.path().filename().string(), document_name)) continue;
+    if (!entry.is_regular_file() || !is_document_name(entry.path().filename().string())) continue;
     documents.push_back(entry.path());
     newest_raw = std::max(newest_raw, entry.last_write_time());
   }

@@ -4,7 +4,6 @@
 #include <array>
 #include <bit>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 
 #include "framework/error.h"

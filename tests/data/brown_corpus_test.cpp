@@ -9,6 +9,7 @@
 #include "data/bpe_tokenizer.h"
 #include "data/brown.h"
 #include "data/char_tokenizer.h"
+#include "data/dataset.h"
 #include "data/text.h"
 #include "temp_dir.h"
 
@@ -48,6 +49,16 @@ TEST(BrownCorpus, PrepareTrainBpeAndRoundTrip) {
   start = std::chrono::steady_clock::now();
   const std::vector<int32_t> train_ids = bpe.encode(train);
   const double encode_s = seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  const TokenIds miss = tokenize_cached(train, bpe, dir / "cache");
+  const double miss_s = seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  const TokenIds hit = tokenize_cached(train, bpe, dir / "cache");
+  const double hit_s = seconds_since(start);
+  EXPECT_EQ(miss.source, CacheSource::miss);
+  EXPECT_EQ(hit.source, CacheSource::hit);
+  EXPECT_EQ(hit.ids, train_ids);
+  EXPECT_LT(hit_s, miss_s);
   const std::vector<int32_t> val_ids = bpe.encode(val);
   EXPECT_EQ(bpe.decode(val_ids), val);
   const double val_bytes_per_token = static_cast<double>(val.size()) / val_ids.size();
@@ -65,6 +76,7 @@ TEST(BrownCorpus, PrepareTrainBpeAndRoundTrip) {
             << "[brown] BPE 4096: train " << train_s << " s (" << bpe.merges().size() << " merges); encode train "
             << encode_s << " s -> " << train_ids.size() << " tokens (" << static_cast<double>(train.size()) / train_ids.size()
             << " bytes/token); val " << val_ids.size() << " tokens (" << val_bytes_per_token << " bytes/token)\n"
+            << "[brown] token cache: miss " << miss_s << " s, hit " << hit_s << " s\n"
             << "[brown] char vocabulary " << chars.vocab_size() << ", " << unknown << " <unk> in val\n";
 }
 
