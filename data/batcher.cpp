@@ -1,0 +1,168 @@
+// Causal (GPT) and masked-LM (BERT) batchers.
+#include "data/batcher.h"
+
+#include <algorithm>
+
+#include "framework/error.h"
+
+namespace tf::data {
+
+// ---- Causal language modelling ------------------------------------------------------------
+
+CausalBatcher::CausalBatcher(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed,
+                             bool sequential)
+    : ids_(std::move(ids)), batch_(batch), seq_len_(seq_len), sequential_(sequential), rng_(seed) {
+  TF_CHECK_INPUT(batch > 0 && seq_len > 0, "CausalBatcher: batch and seq_len must be positive, got ", batch, " and ",
+                 seq_len);
+  const int64_t needed = sequential ? 2 : seq_len + 1;
+  TF_CHECK_INPUT(num_tokens() >= needed, "CausalBatcher: ", num_tokens(), " tokens are too few for ",
+                 sequential ? "one input and its target" : "one window of seq_len + 1", " (", needed, " needed)");
+}
+
+CausalBatcher::CausalBatcher(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed)
+    : CausalBatcher(std::move(ids), batch, seq_len, seed, false) {}
+
+CausalBatcher CausalBatcher::sequential(std::vector<int32_t> ids, int64_t batch, int64_t seq_len) {
+  return CausalBatcher(std::move(ids), batch, seq_len, 0, true);
+}
+
+bool CausalBatcher::done() const { return sequential_ && cursor_ + 1 >= num_tokens(); }
+
+void CausalBatcher::rewind() {
+  cursor_ = 0;
+  rng_.set_counter(0);
+}
+
+void CausalBatcher::restore(const BatcherState& s) {
+  rng_ = Rng(s.seed, s.counter);
+  cursor_ = s.cursor;
+}
+
+CausalBatch CausalBatcher::next() {
+  TF_CHECK(!done(), "CausalBatcher::next: the sequential pass is over (rewind() to start again)");
+  const int64_t n = num_tokens(), T = seq_len_;
+  // Sequential: as many windows as remain, up to B; each window starts T after the previous one.
+  const int64_t rows = sequential_ ? std::min(batch_, (n - 1 - cursor_ + T - 1) / T) : batch_;
+  std::vector<int32_t> inputs(rows * T), targets(rows * T);  // (rows, T)
+  for (int64_t b = 0; b < rows; ++b) {
+    int64_t start;
+    if (sequential_) {
+      start = cursor_;
+      cursor_ += T;
+    } else {
+      start = rng_.uniform_int(n - T);  // [0, n - T - 1]: the window [start, start + T] fits
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t i = start + t;
+      inputs[b * T + t] = i < n ? ids_[i] : 0;
+      targets[b * T + t] = i + 1 < n ? ids_[i + 1] : kIgnoreIndex;
+    }
+  }
+  return {Tensor::from_ids(inputs, {rows, T}), Tensor::from_ids(targets, {rows, T})};
+}
+
+// ---- Masked language modelling -------------------------------------------------------------
+
+MaskedLmTokens MaskedLmTokens::from(const Tokenizer& tokenizer) {
+  MaskedLmTokens t;
+  t.pad = tokenizer.id_of("[PAD]");
+  t.mask = tokenizer.id_of("[MASK]");
+  t.cls = tokenizer.id_of("[CLS]");
+  t.sep = tokenizer.id_of("[SEP]");
+  t.vocab_size = tokenizer.vocab_size();
+  t.specials = tokenizer.special_ids();
+  return t;
+}
+
+MaskedLmBatcher::MaskedLmBatcher(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed,
+                                 MaskedLmTokens tokens, double mask_prob)
+    : ids_(std::move(ids)), batch_(batch), seq_len_(seq_len), seed_(seed), sequential_(false),
+      tokens_(std::move(tokens)), mask_prob_(mask_prob), rng_(seed) {
+  TF_CHECK_INPUT(batch > 0 && seq_len >= 3, "MaskedLmBatcher: need batch > 0 and seq_len >= 3 ([CLS] x [SEP]), got ",
+                 batch, " and ", seq_len);
+  TF_CHECK_INPUT(mask_prob > 0 && mask_prob <= 1, "MaskedLmBatcher: mask_prob must be in (0, 1], got ", mask_prob);
+  TF_CHECK_INPUT(!ids_.empty(), "MaskedLmBatcher: no tokens");
+  const int32_t V = tokens_.vocab_size;
+  is_special_.assign(V, false);
+  for (const int32_t s : {tokens_.pad, tokens_.mask, tokens_.cls, tokens_.sep}) tokens_.specials.push_back(s);
+  for (const int32_t s : tokens_.specials) {
+    TF_CHECK_INPUT(s >= 0 && s < V, "MaskedLmBatcher: special id ", s, " outside the vocabulary [0, ", V, ")");
+    is_special_[s] = true;
+  }
+  for (int32_t id = 0; id < V; ++id)
+    if (!is_special_[id]) ordinary_.push_back(id);
+  TF_CHECK_INPUT(!ordinary_.empty(), "MaskedLmBatcher: the vocabulary of ", V, " holds only special tokens");
+  for (size_t i = 0; i < ids_.size(); ++i)
+    TF_CHECK_INPUT(ids_[i] >= 0 && ids_[i] < V, "MaskedLmBatcher: token ", i, " has id ", ids_[i],
+                   " outside the vocabulary [0, ", V, ")");
+}
+
+MaskedLmBatcher MaskedLmBatcher::sequential(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed,
+                                            MaskedLmTokens tokens, double mask_prob) {
+  MaskedLmBatcher m(std::move(ids), batch, seq_len, seed, std::move(tokens), mask_prob);
+  m.sequential_ = true;
+  return m;
+}
+
+bool MaskedLmBatcher::done() const { return sequential_ && cursor_ >= static_cast<int64_t>(ids_.size()); }
+
+void MaskedLmBatcher::rewind() {
+  cursor_ = 0;
+  rng_ = Rng(seed_);
+}
+
+void MaskedLmBatcher::restore(const BatcherState& s) {
+  seed_ = s.seed;
+  rng_ = Rng(s.seed, s.counter);
+  cursor_ = s.cursor;
+}
+
+void MaskedLmBatcher::fill_row(int64_t b, int64_t start, int64_t length, std::vector<int32_t>& inputs,
+                               std::vector<int32_t>& targets, std::vector<double>& attention) {
+  const int64_t T = seq_len_;
+  int32_t* in = inputs.data() + b * T;   // (T,)
+  int32_t* tgt = targets.data() + b * T; // (T,)
+  in[0] = tokens_.cls;
+  std::copy_n(ids_.begin() + start, length, in + 1);
+  in[length + 1] = tokens_.sep;
+  std::fill(in + length + 2, in + T, tokens_.pad);
+  std::fill(tgt, tgt + T, kIgnoreIndex);
+  std::fill(attention.begin() + b * T, attention.begin() + b * T + length + 2, 1.0);
+
+  std::vector<int64_t> candidates;  // positions that may be chosen: the window's ordinary tokens
+  for (int64_t t = 1; t <= length; ++t)
+    if (!is_special_[in[t]]) candidates.push_back(t);
+  std::vector<int64_t> chosen;
+  for (const int64_t t : candidates)
+    if (rng_.uniform() < mask_prob_) chosen.push_back(t);
+  if (chosen.empty() && !candidates.empty()) chosen.push_back(candidates[rng_.uniform_int(candidates.size())]);
+  for (const int64_t t : chosen) {
+    tgt[t] = in[t];
+    const double u = rng_.uniform();
+    if (u < 0.8) in[t] = tokens_.mask;
+    else if (u < 0.9) in[t] = ordinary_[rng_.uniform_int(static_cast<int64_t>(ordinary_.size()))];
+    // else: the token stays, and is still predicted
+  }
+}
+
+MaskedLmBatch MaskedLmBatcher::next() {
+  TF_CHECK(!done(), "MaskedLmBatcher::next: the sequential pass is over (rewind() to start again)");
+  const int64_t n = static_cast<int64_t>(ids_.size()), T = seq_len_, L = T - 2;  // L: text tokens per row
+  const int64_t rows = sequential_ ? std::min(batch_, (n - cursor_ + L - 1) / L) : batch_;
+  std::vector<int32_t> inputs(rows * T), targets(rows * T);  // (rows, T)
+  std::vector<double> attention(rows * T, 0.0);               // (rows, T)
+  for (int64_t b = 0; b < rows; ++b) {
+    int64_t start = 0;
+    if (sequential_) {
+      start = cursor_;
+      cursor_ += L;
+    } else if (n > L) {
+      start = rng_.uniform_int(n - L + 1);  // [0, n - L]
+    }
+    fill_row(b, start, std::min(L, n - start), inputs, targets, attention);
+  }
+  return {Tensor::from_ids(inputs, {rows, T}), Tensor::from_ids(targets, {rows, T}),
+          Tensor::from_vector(attention, {rows, T}, DType::f32)};
+}
+
+}  // namespace tf::data

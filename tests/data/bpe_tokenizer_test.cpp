@@ -1,0 +1,188 @@
+// Byte-level BPE: pre-tokenisation, a hand-worked training example, agreement with a naive
+// full-recount trainer and a naive encoder, exact round trips on random bytes, serialisation.
+#include "data/bpe_tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "framework/error.h"
+#include "framework/random.h"
+
+namespace tf::data {
+namespace {
+
+// Pseudo-English: common words, and made-up words of one to three syllables, with punctuation
+// and line breaks.
+std::string english(uint64_t seed, int n_words) {
+  static const char* words[] = {"the", "jury", "said", "that", "election", "was", "conducted", "in", "a",
+                                "manner", "of", "city", "Atlanta", "and", "it", "reports", "received", "primary",
+                                "investigation", "there", "they", "then", "these", "theory", "1961", "didn't"};
+  static const char* syllables[] = {"re", "con", "tion", "ing", "ed", "pro", "ter", "al", "ment", "com", "de",
+                                    "in", "st", "ly", "er", "ous", "ver", "an", "ble", "ca", "mo", "pi", "su"};
+  Rng rng(seed);
+  std::string text;
+  for (int i = 0; i < n_words; ++i) {
+    if (i) text += rng.uniform() < 0.05 ? "\n" : " ";
+    if (rng.uniform() < 0.6) {
+      text += words[rng.uniform_int(std::size(words))];
+    } else {
+      for (int64_t k = 0, n = 1 + rng.uniform_int(3); k < n; ++k) text += syllables[rng.uniform_int(std::size(syllables))];
+    }
+    if (rng.uniform() < 0.08) text += rng.uniform() < 0.5 ? "," : ".";
+  }
+  return text;
+}
+
+std::string random_bytes(Rng& rng, int64_t length) {
+  std::string s(length, '\0');
+  for (char& c : s) c = static_cast<char>(rng.uniform() < 0.15 ? ' ' : rng.uniform_int(256));
+  return s;
+}
+
+TEST(Pretokenize, SplitsWordsSpacesDigitsAndContractions) {
+  const std::vector<std::string_view> chunks = pretokenize("Hello  world\n\nIt's 42!\xC3\xA9t\xC3\xA9 ");
+  EXPECT_EQ(chunks, (std::vector<std::string_view>{"Hello", " ", " world", "\n\n", "It", "'s", " 42", "!",
+                                                    "\xC3\xA9t\xC3\xA9", " "}));
+}
+
+TEST(BpeTokenizer, HandWorkedTrainingExample) {
+  // Chunks: "ab" " ab" " ab" " cd" " cd" " cd". Pair counts: (' ',c) 3, (a,b) 3, (c,d) 3, (' ',a) 2.
+  // 1. The three-way tie goes to the smallest pair (32, 99): " c" = 256.
+  // 2. Now (a,b) 3 and (256,d) 3 tie: (97, 98) is smaller: "ab" = 257.
+  // 3. (256,d) 3: " cd" = 258.   4. (' ',257) 2: " ab" = 259.
+  // Every pair left ((' ',c) and (a,b) are gone) occurs once, so training stops below 300.
+  const BpeTokenizer tok = BpeTokenizer::train("ab ab ab cd cd cd", 300);
+  const std::vector<BpeTokenizer::Merge> expected = {{' ', 'c'}, {'a', 'b'}, {256, 'd'}, {' ', 257}};
+  EXPECT_EQ(tok.merges(), expected);
+  EXPECT_EQ(tok.vocab_size(), 260);
+  EXPECT_EQ(tok.token_bytes(258), " cd");
+  EXPECT_EQ(tok.token_bytes(259), " ab");
+  EXPECT_EQ(tok.encode("ab cd ab"), (std::vector<int32_t>{257, 258, 259}));
+  EXPECT_EQ(tok.encode("abc"), (std::vector<int32_t>{257, 'c'}));
+}
+
+// Sennrich et al.'s algorithm as written: recount every pair from scratch before each merge.
+std::vector<BpeTokenizer::Merge> naive_train(std::string_view text, int n_merges) {
+  std::map<std::string_view, int64_t> counts;
+  for (std::string_view c : pretokenize(text)) ++counts[c];
+  std::vector<std::pair<std::vector<int32_t>, int64_t>> words;
+  for (const auto& [w, f] : counts) words.push_back({std::vector<int32_t>(w.begin(), w.end()), f});
+  for (auto& [symbols, f] : words)
+    for (int32_t& s : symbols) s = static_cast<unsigned char>(s);
+  std::vector<BpeTokenizer::Merge> merges;
+  while (static_cast<int>(merges.size()) < n_merges) {
+    std::map<BpeTokenizer::Merge, int64_t> pairs;  // ordered: the first maximum is the smallest pair
+    for (const auto& [symbols, f] : words)
+      for (size_t i = 0; i + 1 < symbols.size(); ++i) pairs[{symbols[i], symbols[i + 1]}] += f;
+    BpeTokenizer::Merge best{};
+    int64_t best_count = 1;
+    for (const auto& [p, c] : pairs)
+      if (c > best_count) best = p, best_count = c;
+    if (best_count < 2) break;
+    const int32_t id = 256 + static_cast<int32_t>(merges.size());
+    merges.push_back(best);
+    for (auto& [symbols, f] : words) {
+      std::vector<int32_t> out;
+      for (size_t i = 0; i < symbols.size(); ++i) {
+        if (i + 1 < symbols.size() && BpeTokenizer::Merge{symbols[i], symbols[i + 1]} == best) out.push_back(id), ++i;
+        else out.push_back(symbols[i]);
+      }
+      symbols = out;
+    }
+  }
+  return merges;
+}
+
+// Encoding by applying every merge in order over each chunk.
+std::vector<int32_t> naive_encode(const BpeTokenizer& tok, std::string_view text) {
+  std::vector<int32_t> ids;
+  for (std::string_view chunk : pretokenize(text)) {
+    std::vector<int32_t> symbols;
+    for (char c : chunk) symbols.push_back(static_cast<unsigned char>(c));
+    for (size_t r = 0; r < tok.merges().size(); ++r) {
+      std::vector<int32_t> out;
+      for (size_t i = 0; i < symbols.size(); ++i) {
+        if (i + 1 < symbols.size() && BpeTokenizer::Merge{symbols[i], symbols[i + 1]} == tok.merges()[r])
+          out.push_back(256 + static_cast<int32_t>(r)), ++i;
+        else out.push_back(symbols[i]);
+      }
+      symbols = out;
+    }
+    ids.insert(ids.end(), symbols.begin(), symbols.end());
+  }
+  return ids;
+}
+
+TEST(BpeTokenizer, IncrementalTrainingMatchesFullRecount) {
+  const std::string text = english(1, 4000) + " aaaaaaa aaaa aaa bbbbbbbbbb";  // overlapping pairs too
+  const BpeTokenizer tok = BpeTokenizer::train(text, 256 + 150);
+  EXPECT_EQ(tok.merges(), naive_train(text, 150));
+  EXPECT_EQ(tok.merges().size(), 150u);
+}
+
+TEST(BpeTokenizer, EncodeMatchesMergesAppliedInOrder) {
+  const BpeTokenizer tok = BpeTokenizer::train(english(2, 3000) + " aaaaaaaa", 256 + 120);
+  const std::string text = english(3, 500) + " " + std::string(1000, 'a') + " thethethe";
+  EXPECT_EQ(tok.encode(text), naive_encode(tok, text));
+}
+
+TEST(BpeTokenizer, TrainingIsDeterministic) {
+  const std::string text = english(4, 3000);
+  const BpeTokenizer a = BpeTokenizer::train(text, 400, {"[PAD]"});
+  const BpeTokenizer b = BpeTokenizer::train(text, 400, {"[PAD]"});
+  EXPECT_EQ(a.merges(), b.merges());
+  EXPECT_EQ(a.to_string(), b.to_string());
+  EXPECT_EQ(a.vocab_size(), 400);  // specials count towards the target
+}
+
+TEST(BpeTokenizer, RoundTripsRandomBytes) {
+  const BpeTokenizer tok = BpeTokenizer::train(english(5, 3000), 256 + 200);
+  Rng rng(6);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::string s = random_bytes(rng, rng.uniform_int(300));  // mostly invalid UTF-8
+    const std::vector<int32_t> ids = tok.encode(s);
+    ASSERT_EQ(tok.decode(ids), s) << "trial " << trial;
+  }
+  // A tokenizer trained on random bytes round-trips English and random bytes alike.
+  const BpeTokenizer bytes_tok = BpeTokenizer::train(random_bytes(rng, 20000), 256 + 100);
+  const std::string s = english(7, 200) + random_bytes(rng, 500);
+  EXPECT_EQ(bytes_tok.decode(bytes_tok.encode(s)), s);
+}
+
+TEST(BpeTokenizer, MergesCompressEnglish) {
+  const std::string train = english(8, 5000), held_out = english(9, 1000);
+  std::vector<size_t> n_tokens;
+  for (int merges : {0, 25, 100, 400}) n_tokens.push_back(BpeTokenizer::train(train, 256 + merges).encode(held_out).size());
+  EXPECT_EQ(n_tokens[0], held_out.size());  // no merges: one token per byte
+  // Each larger vocabulary compresses held-out text further; 100 merges already cover the common
+  // words with their leading space and most syllables (measured: about 0.37 tokens per byte).
+  EXPECT_LT(n_tokens[1], n_tokens[0]);
+  EXPECT_LT(n_tokens[2], n_tokens[1]);
+  EXPECT_LT(n_tokens[3], n_tokens[2]);
+  EXPECT_LT(n_tokens[2], held_out.size() / 2);
+}
+
+TEST(BpeTokenizer, SerialisedFormGivesIdenticalEncodings) {
+  BpeTokenizer tok = BpeTokenizer::train(english(10, 3000), 512, {"[PAD]", "[MASK]", "[CLS]", "[SEP]"});
+  const std::string form = tok.to_string();
+  const std::unique_ptr<Tokenizer> back = Tokenizer::from_string(form);
+  EXPECT_EQ(back->kind(), "bpe");
+  EXPECT_EQ(back->to_string(), form);
+  EXPECT_EQ(back->vocab_size(), 512);
+  EXPECT_EQ(back->id_of("[MASK]"), 509);
+  const std::string text = english(11, 800);
+  EXPECT_EQ(back->encode(text), tok.encode(text));
+  const std::vector<int32_t> ids = {tok.id_of("[CLS]"), 't', 300, tok.id_of("[SEP]")};
+  EXPECT_EQ(back->decode(ids), tok.decode(ids));
+  EXPECT_EQ(tok.decode(ids).substr(0, 6), "[CLS]t");
+
+  EXPECT_THROW(Tokenizer::from_string("tapeformer-tokenizer bpe 1\npretokenizer gpt2-classes\nmerges 1\n300 1\n"
+                                      "specials 0\n"),
+               InputError);  // id 300 used before it exists
+  EXPECT_THROW(Tokenizer::from_string("tapeformer-tokenizer bpe 1\npretokenizer gpt2-classes\nmerges 2\n97 98\n"),
+               InputError);  // truncated
+}
+
+}  // namespace
+}  // namespace tf::data
