@@ -11,10 +11,6 @@ namespace tf::ops {
 namespace {
 
 // Shapes: R = rows (every axis of x but the last), C = the last axis.
-void check_floating(const char* op, const Tensor& x) {
-  TF_CHECK(x.dtype() != DType::i32, op, ": needs a floating-point tensor, got ", x.describe());
-}
-
 template <class T>
 const T* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;

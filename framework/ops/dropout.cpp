@@ -50,7 +50,7 @@ struct DropoutNode : Node {
 
 Tensor dropout(const Tensor& x, double p, uint64_t seed) {
   TF_CHECK(p >= 0.0 && p < 1.0, "dropout: probability p must be in [0, 1), got ", p, " for ", x.describe());
-  TF_CHECK(x.dtype() != DType::i32, "dropout: needs a floating-point tensor, got ", x.describe());
+  check_floating("dropout", x);
   if (p == 0.0) return x;
   Tensor y = masked(x, p, seed);
   if (needs_grad(x)) {

@@ -37,7 +37,7 @@ struct MaskedFillNode : Node {
 }  // namespace
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
-  TF_CHECK(x.dtype() != DType::i32, "masked_fill: needs a floating-point tensor, got ", x.describe());
+  check_floating("masked_fill", x);
   TF_CHECK(mask.dtype() == x.dtype(), "masked_fill: mask ", mask.describe(), " must have the dtype of x ",
            x.describe());
   TF_CHECK(broadcast_shapes("masked_fill", x.shape(), mask.shape()) == x.shape(), "masked_fill: mask ",
