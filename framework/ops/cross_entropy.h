@@ -9,7 +9,10 @@
 //
 // Fused rather than log_softmax + pick + mean because the backward is then one pass,
 // (softmax - onehot) * dloss / count, recomputed from one saved log-sum-exp per row instead of a
-// saved (rows, V) log-probability tensor.
+// saved (rows, V) log-probability tensor. Measured on (2048, 4096) float32 logits, forward +
+// backward, one thread of the shared 2-core development machine (best of 5): fused 33 ms,
+// log_softmax forward + backward alone (without the pick) 58 ms and 32 MiB saved, reference
+// kernels 282 ms.
 #pragma once
 #include <cstdint>
 
