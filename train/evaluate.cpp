@@ -1,0 +1,178 @@
+// Evaluation and baselines; see evaluate.h.
+//
+// B = batch, T = seq_len, V = vocabulary size.
+#include "train/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <unordered_map>
+
+#include "data/char_tokenizer.h"
+#include "data/text.h"
+#include "framework/autograd/tape.h"
+#include "framework/error.h"
+#include "framework/ops/cross_entropy.h"
+
+namespace tf::train {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Rewinds the batcher and calls f(batch) for each batch of the pass, at most max_batches of them
+// (0 = all); returns how many were read.
+template <class Batcher, class F>
+int64_t for_each_batch(Batcher& batcher, int64_t max_batches, const char* what, F&& f) {
+  TF_CHECK_INPUT(max_batches >= 0, what, ": max_batches must be >= 0 (0 = the whole pass), got ", max_batches);
+  batcher.rewind();
+  int64_t batches = 0;
+  while (!batcher.done() && (max_batches == 0 || batches < max_batches)) {
+    f(batcher.next());
+    ++batches;
+  }
+  return batches;
+}
+
+struct Totals {
+  double nats = 0;       // summed cross-entropy of the predicted tokens
+  int64_t tokens = 0;    // predicted tokens
+  int64_t correct = 0;   // of which the argmax was the target (when counted)
+};
+
+// Adds one batch: logits (B, T, V), targets (B, T) i32 with kIgnoreIndex where nothing is predicted.
+void add_batch(const Tensor& logits, const Tensor& targets, bool count_correct, Totals& totals) {
+  ops::CrossEntropyOptions summed;
+  summed.ignore_index = data::kIgnoreIndex;
+  summed.reduction = ops::Reduction::sum;
+  totals.nats += ops::cross_entropy(logits, targets, summed).item();
+  const int64_t V = logits.dim(logits.rank() - 1);
+  const int32_t* target = targets.data<int32_t>();  // (B T)
+  dispatch(logits.dtype(), [&](auto zero) {
+    using Scalar = decltype(zero);
+    for (int64_t i = 0; i < targets.numel(); ++i) {
+      if (target[i] == data::kIgnoreIndex) continue;
+      ++totals.tokens;
+      if (!count_correct) continue;
+      const Scalar* row = logits.data<Scalar>() + i * V;  // (V)
+      int64_t best = 0;  // the first maximum, as torch.argmax
+      for (int64_t v = 1; v < V; ++v)
+        if (row[v] > row[best]) best = v;
+      totals.correct += best == target[i];
+    }
+  });
+}
+
+void finish(const Totals& totals, EvalResult& r) {
+  r.tokens = totals.tokens;
+  r.loss = totals.tokens > 0 ? totals.nats / static_cast<double>(totals.tokens) : kNaN;
+  r.perplexity = std::exp(r.loss);
+}
+
+}  // namespace
+
+// Note [bits per character]
+// Bits per character compares models across tokenizers: the total information the model needs,
+// in bits, divided by the characters of the text it predicted, sum(nats) / chars / ln 2. The
+// batcher holds N = num_tokens() ids encoding the whole text of chars_in_text characters, and a
+// pass over it predicts at most N - 1 of them (every id but the first); with max_batches only a
+// prefix is predicted. We charge the predicted tokens with their share of the text's characters,
+//   chars = chars_in_text * tokens / N,
+// that is, we assume every token stands for the text's average chars_in_text / N characters. For
+// a character tokenizer that is exact (chars = tokens, so bits_per_char = loss / ln 2); for BPE it
+// is exact over a whole pass up to the first token's characters, and over a prefix it assumes the
+// prefix is as compressible by the tokenizer as the text on average.
+EvalResult evaluate_causal(const layers::LanguageModel& model, data::CausalBatcher& sequential_batcher,
+                           int64_t max_batches, int64_t chars_in_text) {
+  TF_CHECK_INPUT(chars_in_text >= 0, "evaluate_causal: chars_in_text must be >= 0 (0 = unknown), got ",
+                 chars_in_text);
+  const NoGradGuard no_grad;
+  const layers::Context eval;  // training = false: dropout is the identity
+  Totals totals;
+  EvalResult r;
+  r.batches = for_each_batch(sequential_batcher, max_batches, "evaluate_causal", [&](const data::CausalBatch& b) {
+    const Tensor logits = model.logits(b.inputs, Tensor(), eval);  // (B, T, V)
+    add_batch(logits, b.targets, /*count_correct=*/false, totals);
+  });
+  finish(totals, r);
+  if (chars_in_text > 0) {
+    const double chars = static_cast<double>(chars_in_text) * static_cast<double>(totals.tokens) /
+                         static_cast<double>(sequential_batcher.num_tokens());
+    r.chars = std::llround(chars);
+    r.bits_per_char = totals.nats / chars / std::numbers::ln2;
+  }
+  return r;
+}
+
+EvalResult evaluate_masked(const layers::LanguageModel& model, data::MaskedLmBatcher& sequential_batcher,
+                           int64_t max_batches) {
+  const NoGradGuard no_grad;
+  const layers::Context eval;
+  Totals totals;
+  EvalResult r;
+  r.batches = for_each_batch(sequential_batcher, max_batches, "evaluate_masked", [&](const data::MaskedLmBatch& b) {
+    // Logits at every position, though only the ~15% masked ones count: evaluation is rare enough
+    // that the generic interface is worth the extra MLM-head work.
+    const Tensor logits = model.logits(b.inputs, b.attention_mask, eval);  // (B, T, V)
+    add_batch(logits, b.targets, /*count_correct=*/true, totals);
+  });
+  finish(totals, r);
+  r.mlm_accuracy = totals.tokens > 0 ? static_cast<double>(totals.correct) / static_cast<double>(totals.tokens) : kNaN;
+  return r;
+}
+
+double baseline_most_frequent_accuracy(data::MaskedLmBatcher& sequential_batcher, int64_t max_batches) {
+  std::unordered_map<int32_t, int64_t> count;  // target id -> occurrences
+  int64_t total = 0;
+  for_each_batch(sequential_batcher, max_batches, "baseline_most_frequent_accuracy", [&](const data::MaskedLmBatch& b) {
+    const int32_t* target = b.targets.data<int32_t>();  // (B T)
+    for (int64_t i = 0; i < b.targets.numel(); ++i) {
+      if (target[i] == data::kIgnoreIndex) continue;
+      ++count[target[i]];
+      ++total;
+    }
+  });
+  int64_t most = 0;
+  for (const auto& [id, n] : count) most = std::max(most, n);
+  return total > 0 ? static_cast<double>(most) / static_cast<double>(total) : 0.0;
+}
+
+namespace {
+
+// Calls f(code point) for each character of a valid UTF-8 text; InputError at the first bad byte.
+template <class F>
+void for_each_code_point(std::string_view text, const char* what, F&& f) {
+  const size_t bad = data::first_invalid_utf8(text);
+  TF_CHECK_INPUT(bad == std::string_view::npos, what, ": the text is not valid UTF-8 at byte ", bad);
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = data::utf8_sequence_length(text, i);
+    f(data::utf8_decode(text.data() + i, length));
+    i += length;
+  }
+}
+
+}  // namespace
+
+double unigram_bits_per_char(std::string_view text) {
+  TF_CHECK_INPUT(!text.empty(), "unigram_bits_per_char: the text is empty");
+  std::unordered_map<char32_t, int64_t> count;  // code point -> occurrences
+  int64_t n = 0;
+  for_each_code_point(text, "unigram_bits_per_char", [&](char32_t c) {
+    ++count[c];
+    ++n;
+  });
+  double bits = 0;  // H = -sum_c p(c) log2 p(c) (Shannon 1948)
+  for (const auto& [c, k] : count) {
+    const double p = static_cast<double>(k) / static_cast<double>(n);
+    bits -= p * std::log2(p);
+  }
+  return bits;
+}
+
+int64_t count_code_points(std::string_view text) {
+  int64_t n = 0;
+  for_each_code_point(text, "count_code_points", [&](char32_t) { ++n; });
+  return n;
+}
+
+}  // namespace tf::train
