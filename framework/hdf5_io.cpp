@@ -4,6 +4,11 @@
 #include "framework/hdf5_io.h"
 
 #include <H5Cpp.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <filesystem>
@@ -328,6 +333,17 @@ void H5Writer::write_attr(const std::string& path, const std::string& key, const
   }
 }
 
+namespace {
+void sync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  TF_CHECK_INPUT(fd >= 0, "cannot open '", path, "' to flush it to disk: ", std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  TF_CHECK_INPUT(rc == 0, "cannot flush '", path, "' to disk: ", std::strerror(saved));
+}
+}  // namespace
+
 void H5Writer::close() {
   TF_CHECK(file_, "HDF5 file '", path_, "': close() called twice");
   try {
@@ -336,9 +352,14 @@ void H5Writer::close() {
     throw Error(concat("HDF5 file '", partial_path_, "': closing: ", detail(e)));
   }
   file_.reset();
+  // Flush the data to disk before the rename makes it visible, and the folder entry after it:
+  // otherwise a power cut could leave the new name pointing at unwritten blocks.
+  sync_path(partial_path_);
   std::error_code ec;
   fs::rename(partial_path_, path_, ec);
   TF_CHECK_INPUT(!ec, "cannot move '", partial_path_, "' to '", path_, "': ", ec.message());
+  const fs::path folder = fs::path(path_).parent_path();
+  sync_path(folder.empty() ? "." : folder.string());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,5 +6,6 @@
 namespace tf::tools {
 
 void add_gradcheck_command(CLI::App& app, int& exit_code);
+void add_train_command(CLI::App& app, int& exit_code);
 
 }  // namespace tf::tools

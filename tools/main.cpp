@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tapeformer: train small transformer language models on the CPU"};
   app.require_subcommand(1);
   int exit_code = 0;
+  tf::tools::add_train_command(app, exit_code);
   tf::tools::add_gradcheck_command(app, exit_code);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,30 @@
+// `tapeformer train RECIPE`: train a model from a YAML recipe (see docs/recipes.md).
+#include "tools/commands.h"
+#include "train/recipe.h"
+#include "train/trainer.h"
+
+namespace tf::tools {
+
+void add_train_command(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("train", "Train a GPT or BERT from a YAML recipe");
+  static std::string recipe_path;
+  static std::vector<std::string> overrides;
+  static bool dry_run = false;
+  static std::string resume;
+  cmd->add_option("recipe", recipe_path, "Recipe file (YAML), e.g. recipes/gpt_brown_char.yaml")->required();
+  cmd->add_option("--set", overrides, "Override a recipe key: --set optim.lr=3e-4 (repeatable)");
+  cmd->add_flag("--dry-run", dry_run, "Validate, build the model, print the resolved recipe and costs; train nothing");
+  CLI::Option* resume_opt =
+      cmd->add_option("--resume", resume, "Continue from CKPT, or from the run folder's newest checkpoint")
+          ->expected(0, 1);
+  cmd->callback([&exit_code, resume_opt] {
+    const train::Recipe recipe = train::load_recipe(recipe_path, overrides);
+    train::TrainOptions options;
+    options.dry_run = dry_run;
+    if (resume_opt->count() > 0) options.resume = resume;
+    train::train(recipe, options);
+    exit_code = 0;
+  });
+}
+
+}  // namespace tf::tools

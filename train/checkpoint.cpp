@@ -1,0 +1,154 @@
+// Checkpoint save and load; the layout is documented in docs/checkpoint.md.
+#include "train/checkpoint.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <regex>
+
+#include "framework/hdf5_io.h"
+#include "optim/state_io.h"
+
+namespace tf::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// Checks the file's parameters against the run's model and copies them in. Every mismatch is
+// gathered so the error says all that differs at once.
+void load_parameters(const H5Reader& in, const fs::path& file, const layers::ParamList& params) {
+  const std::vector<std::string> stored = in.list("model");
+  std::vector<std::string> problems;
+  for (const auto& p : params) {
+    if (std::find(stored.begin(), stored.end(), p.name) == stored.end()) {
+      problems.push_back("missing parameter '" + p.name + "' " + p.tensor.shape().to_string());
+      continue;
+    }
+    const Tensor t = in.read_tensor("model", p.name);
+    if (t.shape() != p.tensor.shape() || t.dtype() != p.tensor.dtype()) {
+      problems.push_back("parameter '" + p.name + "' is " + t.shape().to_string() + " " + dtype_name(t.dtype()) +
+                         " in the checkpoint but " + p.tensor.shape().to_string() + " " +
+                         dtype_name(p.tensor.dtype()) + " in the recipe's model");
+      continue;
+    }
+    p.tensor.copy_from(t);
+  }
+  for (const std::string& name : stored) {
+    const bool known = std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.name == name; });
+    if (!known) problems.push_back("unexpected parameter '" + name + "' (not in the recipe's model)");
+  }
+  if (problems.empty()) return;
+  std::string message = file.string() + ": the checkpoint does not match the model:";
+  for (size_t i = 0; i < problems.size() && i < 20; ++i) message += "\n  " + problems[i];
+  if (problems.size() > 20) message += "\n  ... and " + std::to_string(problems.size() - 20) + " more";
+  throw InputError(message);
+}
+
+void check_format(const H5Reader& in, const fs::path& file) {
+  TF_CHECK_INPUT(in.has_attr("/", "format_version"), file.string(),
+                 ": not a tapeformer checkpoint (no format_version attribute)");
+  const int64_t version = in.read_attr_int("/", "format_version");
+  TF_CHECK_INPUT(version == kCheckpointFormat, file.string(), ": checkpoint format ", version,
+                 " is not supported (this build reads format ", kCheckpointFormat, ")");
+}
+
+}  // namespace
+
+void save_checkpoint(const Run& run, const data::BatcherState& batches, const fs::path& file) {
+  H5Writer out(file.string());
+  out.write_attr("/", "format_version", kCheckpointFormat);
+  out.write_attr("/", "step", run.step);
+  out.write_attr("/", "tokens_seen", run.tokens_seen);
+  out.write_attr("/", "created", utc_now());
+  out.write_attr("/", "writer", "tapeformer");
+  out.write_bytes("/", "recipe", run.recipe.to_yaml());
+  out.write_bytes("/", "tokenizer", run.tokenizer->to_string());
+  for (const auto& p : run.params) out.write_tensor("model", p.name, p.tensor);
+  optim::save_optimizer_state(out, "optimizer", run.optimizer->state());
+  out.write_u64("rng", "dropout", {run.dropout_rng.seed(), run.dropout_rng.counter()});
+  out.write_u64("data", "train_batches",
+                {batches.seed, batches.counter, static_cast<uint64_t>(batches.cursor)});
+  out.close();
+}
+
+data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
+  const H5Reader in(file.string());
+  check_format(in, file);
+  load_parameters(in, file, run.params);
+  run.optimizer->load_state(optim::load_optimizer_state(in, "optimizer"));
+  run.step = in.read_attr_int("/", "step");
+  run.tokens_seen = in.read_attr_int("/", "tokens_seen");
+  TF_CHECK_INPUT(run.step >= 0 && run.tokens_seen >= 0, file.string(), ": negative step or token count");
+  const std::vector<uint64_t> rng = in.read_u64("rng", "dropout");
+  TF_CHECK_INPUT(rng.size() == 2, file.string(), ": /rng/dropout must hold 2 values, found ", rng.size());
+  run.dropout_rng = Rng(rng[0], rng[1]);
+  const std::vector<uint64_t> b = in.read_u64("data", "train_batches");
+  TF_CHECK_INPUT(b.size() == 3, file.string(), ": /data/train_batches must hold 3 values, found ", b.size());
+  return {b[0], b[1], static_cast<int64_t>(b[2])};
+}
+
+std::string checkpoint_recipe(const fs::path& file) {
+  const H5Reader in(file.string());
+  check_format(in, file);
+  return in.read_bytes("/", "recipe");
+}
+
+std::string checkpoint_tokenizer(const fs::path& file) {
+  const H5Reader in(file.string());
+  check_format(in, file);
+  return in.read_bytes("/", "tokenizer");
+}
+
+LoadedRun load_checkpoint(const fs::path& file) {
+  const Recipe recipe = parse_recipe(checkpoint_recipe(file), file.string() + ":/recipe");
+  LoadedRun loaded{build_run(recipe, data::Tokenizer::from_string(checkpoint_tokenizer(file))), {}};
+  loaded.batches = load_checkpoint_into(loaded.run, file);
+  return loaded;
+}
+
+fs::path checkpoint_path(const fs::path& dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "ckpt_%08lld.h5", static_cast<long long>(step));
+  return dir / name;
+}
+
+namespace {
+// (step, path) of every finished checkpoint in `dir`, oldest first.
+std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  static const std::regex pattern(R"(ckpt_(\d{8,})\.h5)");
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, pattern)) out.emplace_back(std::stoll(m[1]), entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
+std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
+  const auto all = list_checkpoints(dir);
+  if (all.empty()) return std::nullopt;
+  return all.back().second;
+}
+
+void prune_checkpoints(const fs::path& dir, int64_t keep) {
+  const auto all = list_checkpoints(dir);
+  for (size_t i = 0; i + keep < all.size(); ++i) {
+    std::error_code ec;
+    fs::remove(all[i].second, ec);  // best effort: a leftover old checkpoint harms nothing
+  }
+}
+
+}  // namespace tf::train

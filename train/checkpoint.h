@@ -1,0 +1,42 @@
+// Run checkpoints in HDF5: everything needed to continue a run bit for bit (docs/checkpoint.md).
+//
+//   save_checkpoint(run, batches.state(), "runs/demo/ckpt_000500.h5");   // atomic
+//   LoadedRun loaded = load_checkpoint("runs/demo/ckpt_000500.h5");     // recipe from the file
+//
+// Files are written to "<name>.partial", flushed to disk and renamed, so a crash at any moment
+// leaves the previous checkpoint intact (framework/hdf5_io.h).
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/batcher.h"
+#include "train/run.h"
+
+namespace tf::train {
+
+inline constexpr int64_t kCheckpointFormat = 1;
+
+void save_checkpoint(const Run& run, const data::BatcherState& batches, const std::filesystem::path& file);
+
+struct LoadedRun {
+  Run run;
+  data::BatcherState batches;  // where the training batches continue
+};
+// Rebuilds the run from the checkpoint's own recipe (and tokenizer), then loads its state.
+LoadedRun load_checkpoint(const std::filesystem::path& file);
+// Loads the checkpoint's state into a run built from a recipe (resume): the recipe's model must
+// match the checkpoint's parameter names, shapes and dtypes; every difference is listed.
+data::BatcherState load_checkpoint_into(Run& run, const std::filesystem::path& file);
+
+// The recipe text and tokenizer stored in a checkpoint, without building anything.
+std::string checkpoint_recipe(const std::filesystem::path& file);
+std::string checkpoint_tokenizer(const std::filesystem::path& file);
+
+// runs/x/ckpt_000500.h5 naming, the newest checkpoint in a folder, and pruning to the newest `keep`.
+std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t step);
+std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
+void prune_checkpoints(const std::filesystem::path& dir, int64_t keep);
+
+}  // namespace tf::train

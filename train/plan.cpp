@@ -1,0 +1,42 @@
+// FLOPs and memory estimates for a recipe's model.
+#include "train/plan.h"
+
+#include <cstdio>
+
+namespace tf::train {
+
+RunPlan plan_run(const Recipe& r, const layers::ParamList& params) {
+  RunPlan p;
+  for (const auto& param : params) {
+    p.parameters += param.tensor.numel();
+    if (param.kind != layers::ParamKind::embedding) p.non_embedding_parameters += param.tensor.numel();
+  }
+  const auto& m = r.model;
+  const double L = m.n_layers, d = m.d_model, T = r.data.seq_len, B = r.train.batch_size, V = m.vocab_size;
+  const double F = m.d_ff > 0 ? m.d_ff : 4 * d;
+  // Forward + backward: 2 FLOPs per multiply-add, backward twice the forward; attention's two
+  // T x T products add 12 L d T per token. The LM head is counted: it is a real matmul even when tied.
+  p.flops_per_token = 6.0 * (p.non_embedding_parameters + V * d) + 12.0 * L * d * T;
+  const double optimizer_slots = r.optim.name == "sgd" ? (r.optim.momentum > 0 ? 1 : 0) : 2;
+  const double state_bytes = 4.0 * p.parameters * (2 + optimizer_slots);  // weights, grads, slots
+  // Saved activations per token per layer, in floats: block input, two layer-norm outputs, qkv
+  // (3d), attention output (d), projection input, MLP input, hidden before and after GELU (2F),
+  // residual sums; the attention op keeps only a log-sum-exp per row, not T x T weights.
+  const double per_token_layer = 10 * d + 2 * F + m.n_heads;
+  const double activations = 4.0 * B * T * (L * per_token_layer + 3 * V);  // + logits, their grad
+  p.peak_bytes = state_bytes + activations;
+  return p;
+}
+
+std::string RunPlan::to_string() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "parameters            %lld (%lld outside embeddings)\n"
+                "FLOPs per token       %.3g (training: 6 N + 12 L d T)\n"
+                "peak memory estimate  %.1f MiB (weights, gradients, optimizer state, activations)\n",
+                static_cast<long long>(parameters), static_cast<long long>(non_embedding_parameters),
+                flops_per_token, peak_bytes / (1 << 20));
+  return buf;
+}
+
+}  // namespace tf::train

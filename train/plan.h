@@ -1,0 +1,22 @@
+// What a run will cost, printed by `tapeformer train --dry-run`: parameters, FLOPs per token and
+// an estimate of peak memory.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "layers/module.h"
+#include "train/recipe.h"
+
+namespace tf::train {
+
+struct RunPlan {
+  int64_t parameters = 0;
+  int64_t non_embedding_parameters = 0;
+  double flops_per_token = 0;   // training: 6 N + 12 L d T (Kaplan et al. 2020; PaLM appendix B)
+  double peak_bytes = 0;        // weights + gradients + optimizer state + saved activations
+  std::string to_string() const;
+};
+
+RunPlan plan_run(const Recipe& recipe, const layers::ParamList& params);
+
+}  // namespace tf::train

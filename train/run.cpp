@@ -1,0 +1,127 @@
+// Building a run's parts from a recipe.
+#include "train/run.h"
+
+#include "data/bpe_tokenizer.h"
+#include "data/brown.h"
+#include "data/char_tokenizer.h"
+#include "data/dataset.h"
+#include "data/text.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
+
+namespace tf::train {
+
+namespace {
+const std::vector<std::string> kBertSpecials = {"[PAD]", "[MASK]", "[CLS]", "[SEP]"};
+}
+
+Corpus load_corpus(const DataConfig& d) {
+  Corpus c;
+  if (d.corpus == "brown") {
+    const data::BrownSplits splits = data::prepare_brown("data/brown/raw", "data/brown");
+    c.train = data::read_text(splits.train);
+    c.val = data::read_text(splits.val);
+    c.description = "Brown corpus (" + splits.train.string() + ", " + splits.val.string() + ")";
+    return c;
+  }
+  c.train = data::read_text(d.train_path);
+  if (!d.val_path.empty()) {
+    c.val = data::read_text(d.val_path);
+    c.description = d.train_path + ", validation " + d.val_path;
+  } else {
+    // The last 10% of the text, cut at a line break when there is one near, so no
+    // character is split.
+    size_t cut = c.train.size() - c.train.size() / 10;
+    const size_t newline = c.train.find('\n', cut);
+    if (newline != std::string::npos && newline + 1 < c.train.size()) cut = newline + 1;
+    while (cut < c.train.size() && (static_cast<unsigned char>(c.train[cut]) & 0xC0) == 0x80) ++cut;
+    c.val = c.train.substr(cut);
+    c.train.resize(cut);
+    c.description = d.train_path + " (last 10% held out for validation)";
+  }
+  TF_CHECK_INPUT(!c.train.empty(), d.train_path, ": the training text is empty");
+  return c;
+}
+
+std::unique_ptr<data::Tokenizer> train_tokenizer(const DataConfig& d, const std::string& text,
+                                                 layers::Architecture arch) {
+  const std::vector<std::string> specials = arch == layers::Architecture::bert ? kBertSpecials : std::vector<std::string>{};
+  if (d.tokenizer == "bpe")
+    return std::make_unique<data::BpeTokenizer>(
+        data::BpeTokenizer::train(text, static_cast<int32_t>(d.bpe_vocab_size), specials));
+  return std::make_unique<data::CharTokenizer>(data::CharTokenizer::train(text, specials));
+}
+
+Batches::Batches(const Recipe& r, const data::Tokenizer& tokenizer, std::vector<int32_t> ids, uint64_t seed,
+                 bool sequential) {
+  const int64_t b = r.train.batch_size, t = r.data.seq_len;
+  if (r.model.arch == layers::Architecture::bert) {
+    const auto tokens = data::MaskedLmTokens::from(tokenizer);
+    masked_ = std::make_unique<data::MaskedLmBatcher>(
+        sequential ? data::MaskedLmBatcher::sequential(std::move(ids), b, t, seed, tokens, r.data.mask_prob)
+                   : data::MaskedLmBatcher(std::move(ids), b, t, seed, tokens, r.data.mask_prob));
+  } else {
+    TF_CHECK_INPUT(static_cast<int64_t>(ids.size()) > t, "the text has ", ids.size(),
+                   " tokens, too few for windows of data.seq_len + 1 = ", t + 1);
+    causal_ = std::make_unique<data::CausalBatcher>(sequential ? data::CausalBatcher::sequential(std::move(ids), b, t)
+                                                               : data::CausalBatcher(std::move(ids), b, t, seed));
+  }
+}
+
+Batch Batches::next() {
+  if (masked_) {
+    data::MaskedLmBatch m = masked_->next();
+    return {m.inputs, m.targets, m.attention_mask};
+  }
+  data::CausalBatch c = causal_->next();
+  return {c.inputs, c.targets, Tensor()};
+}
+
+bool Batches::done() const { return masked_ ? masked_->done() : causal_->done(); }
+void Batches::rewind() { masked_ ? masked_->rewind() : causal_->rewind(); }
+data::BatcherState Batches::state() const { return masked_ ? masked_->state() : causal_->state(); }
+void Batches::restore(const data::BatcherState& s) { masked_ ? masked_->restore(s) : causal_->restore(s); }
+
+Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, DType dtype) {
+  Run run;
+  run.recipe = recipe;
+  run.recipe.model.vocab_size = tokenizer->vocab_size();
+  run.tokenizer = std::move(tokenizer);
+  const uint64_t seed = static_cast<uint64_t>(recipe.train.seed);
+  layers::Init init{Rng(seed), dtype};
+  run.model = layers::build_model(run.recipe.model, init);
+  run.params = run.model->parameters();
+  run.dropout_rng = Rng(seed).fork(1);
+
+  const OptimConfig& o = recipe.optim;
+  std::vector<optim::ParamRef> refs;
+  for (const layers::NamedParam& p : run.params) {
+    bool decay = true;
+    if (p.kind == layers::ParamKind::bias || p.kind == layers::ParamKind::norm) decay = o.decay_biases_and_norms;
+    if (p.kind == layers::ParamKind::embedding) decay = o.decay_embeddings;
+    refs.push_back({p.name, p.tensor, decay});
+  }
+  if (o.name == "sgd") {
+    run.optimizer = std::make_unique<optim::Sgd>(refs, optim::SgdOptions{o.lr, o.momentum, o.nesterov, o.weight_decay});
+  } else {
+    const optim::AdamOptions a{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
+    if (o.name == "adam")
+      run.optimizer = std::make_unique<optim::Adam>(refs, a);
+    else
+      run.optimizer = std::make_unique<optim::AdamW>(refs, a);
+  }
+  optim::ScheduleOptions s;
+  s.kind = optim::parse_schedule_kind(recipe.schedule.kind);
+  s.lr = o.lr;
+  s.min_lr = recipe.schedule.min_lr;
+  s.warmup_steps = recipe.schedule.warmup_steps;
+  s.decay_steps = recipe.train.steps;
+  run.schedule = optim::Schedule(s);
+  return run;
+}
+
+std::vector<int32_t> tokenize(const Run& run, const std::string& text) {
+  return data::tokenize_cached(text, *run.tokenizer, run.recipe.data.cache_dir).ids;
+}
+
+}  // namespace tf::train

@@ -1,0 +1,75 @@
+// A training run's parts, built from a recipe: corpus text, tokenizer, batches, model, optimizer,
+// schedule and the run's counters. The trainer, the checkpoint and the commands share them.
+//
+//   Corpus corpus = load_corpus(recipe.data);                 // train / validation text
+//   Run run = build_run(recipe, train_tokenizer(recipe.data, corpus.train, recipe.model.arch));
+//   Batches batches(recipe, tokenize(run, corpus.train), recipe.train.seed);
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/batcher.h"
+#include "data/tokenizer.h"
+#include "layers/models/model.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "train/recipe.h"
+
+namespace tf::train {
+
+struct Corpus {
+  std::string train, val;
+  std::string description;  // "Brown corpus (data/brown/train.txt, data/brown/val.txt)"
+};
+// Reads (and for Brown, prepares) the recipe's text. Missing data is an InputError that says how
+// to get it.
+Corpus load_corpus(const DataConfig& data);
+
+// Trains the recipe's tokenizer on the training text; BERT gets [PAD] [MASK] [CLS] [SEP].
+std::unique_ptr<data::Tokenizer> train_tokenizer(const DataConfig& data, const std::string& text,
+                                                 layers::Architecture arch);
+
+// One batch in the form every model takes: (B, T) ids and targets (-100: no loss), and for BERT
+// the (B, T) key-padding mask (1 real, 0 padding).
+struct Batch {
+  Tensor inputs, targets, key_padding;
+};
+
+// Batches for a GPT (random windows) or a BERT (masked windows), seeded; resumable by state.
+class Batches {
+ public:
+  // random: seeded windows for training; sequential: every window once, for evaluation.
+  Batches(const Recipe& recipe, const data::Tokenizer& tokenizer, std::vector<int32_t> ids, uint64_t seed,
+          bool sequential = false);
+  Batch next();
+  bool done() const;
+  void rewind();
+  data::BatcherState state() const;
+  void restore(const data::BatcherState& state);
+
+ private:
+  std::unique_ptr<data::CausalBatcher> causal_;
+  std::unique_ptr<data::MaskedLmBatcher> masked_;
+};
+
+struct Run {
+  Recipe recipe;
+  std::unique_ptr<data::Tokenizer> tokenizer;
+  std::unique_ptr<layers::LanguageModel> model;
+  layers::ParamList params;                      // the model's, by checkpoint name
+  std::unique_ptr<optim::Optimizer> optimizer;
+  optim::Schedule schedule{optim::ScheduleOptions{}};
+  Rng dropout_rng;          // dropout seeds during training
+  int64_t step = 0;         // optimizer steps completed
+  int64_t tokens_seen = 0;  // training tokens consumed
+};
+
+// A fresh run: the model initialised from recipe.train.seed, step 0. The tokenizer fixes vocab_size.
+Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, DType dtype = DType::f32);
+
+// Token ids of `text` under the run's tokenizer, through the on-disk cache.
+std::vector<int32_t> tokenize(const Run& run, const std::string& text);
+
+}  // namespace tf::train

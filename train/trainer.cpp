@@ -1,0 +1,226 @@
+// The training loop; see trainer.h.
+#include "train/trainer.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "framework/autograd/tape.h"
+#include "framework/ops/elementwise.h"
+#include "layers/models/gpt.h"
+#include "optim/clip.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "train/plan.h"
+#include "train/progress.h"
+#include "train/run.h"
+#include "train/sample.h"
+
+namespace tf::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_sigint(int) {
+  g_interrupted = true;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
+}
+
+// Physical cores: distinct (package, core) pairs in sysfs; all logical CPUs if that is unreadable.
+int physical_cores() {
+  std::set<std::pair<std::string, std::string>> cores;
+  for (int cpu = 0;; ++cpu) {
+    const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream package(base + "physical_package_id"), core(base + "core_id");
+    if (!package || !core) break;
+    std::string p, c;
+    package >> p;
+    core >> c;
+    cores.emplace(p, c);
+  }
+  return cores.empty() ? omp_get_num_procs() : static_cast<int>(cores.size());
+}
+
+// Validation: sequential batches over the validation ids (the same ones every time).
+struct Validation {
+  std::vector<int32_t> ids;
+  int64_t chars = 0;  // code points of the validation text, for bits per character
+
+  EvalResult run(const Run& run) const {
+    const Recipe& r = run.recipe;
+    const int64_t batches = r.eval.batches;
+    if (r.model.arch == layers::Architecture::bert) {
+      auto batcher = data::MaskedLmBatcher::sequential(ids, r.train.batch_size, r.data.seq_len,
+                                                       static_cast<uint64_t>(r.train.seed) + 1,
+                                                       data::MaskedLmTokens::from(*run.tokenizer), r.data.mask_prob);
+      return evaluate_masked(*run.model, batcher, batches);
+    }
+    auto batcher = data::CausalBatcher::sequential(ids, r.train.batch_size, r.data.seq_len);
+    return evaluate_causal(*run.model, batcher, batches, chars);
+  }
+};
+
+bool all_finite_grads(const Run& run) {
+  for (const auto& p : run.params) {
+    const Tensor g = p.tensor.grad();
+    if (!g.defined()) continue;
+    const float* d = g.data<float>();
+    for (int64_t i = 0, n = g.numel(); i < n; ++i)
+      if (!std::isfinite(d[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int configure_threads(int64_t requested) {
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) omp_set_num_threads(requested > 0 ? static_cast<int>(requested) : physical_cores());
+  return omp_get_max_threads();
+}
+
+TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
+  std::ostream& out = options.out ? *options.out : std::cout;
+  const int threads = configure_threads(recipe.train.threads);
+  const fs::path dir = recipe.checkpoint.dir;
+
+  // Data and run: fresh from the recipe, or from a checkpoint (its tokenizer, its state).
+  const Corpus corpus = load_corpus(recipe.data);
+  std::optional<fs::path> resume_from;
+  if (options.resume) {
+    resume_from = options.resume->empty() ? latest_checkpoint(dir) : std::optional<fs::path>(*options.resume);
+    TF_CHECK_INPUT(resume_from, "--resume: no checkpoint in the run folder ", dir.string(),
+                   " (name one: --resume runs/x/ckpt_00000500.h5)");
+  }
+  std::unique_ptr<data::Tokenizer> tokenizer =
+      resume_from ? data::Tokenizer::from_string(checkpoint_tokenizer(*resume_from))
+                  : train_tokenizer(recipe.data, corpus.train, recipe.model.arch);
+  Run run = build_run(recipe, std::move(tokenizer));
+  const RunPlan plan = plan_run(run.recipe, run.params);
+  if (options.dry_run) {
+    out << run.recipe.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
+        << "vocabulary            " << run.recipe.model.vocab_size << " (" << run.recipe.data.tokenizer << ")\n"
+        << "data                  " << corpus.description << "\n";
+    return {};
+  }
+  const std::vector<int32_t> train_ids = tokenize(run, corpus.train);
+  Batches batches(run.recipe, *run.tokenizer, train_ids, static_cast<uint64_t>(recipe.train.seed));
+  if (resume_from) batches.restore(load_checkpoint_into(run, *resume_from));
+  const Validation validation{tokenize(run, corpus.val), count_code_points(corpus.val)};
+
+  fs::create_directories(dir);
+  {
+    std::ofstream resolved(dir / "recipe.yaml");
+    resolved << run.recipe.to_yaml();
+  }
+  std::ofstream metrics(dir / "metrics.jsonl", std::ios::app);
+  TF_CHECK_INPUT(metrics, dir.string(), "/metrics.jsonl: cannot open for writing");
+
+  out << "tapeformer: " << (run.recipe.model.arch == layers::Architecture::gpt ? "GPT" : "BERT") << ", "
+      << plan.parameters << " parameters, vocabulary " << run.recipe.model.vocab_size << ", " << threads
+      << " threads, " << corpus.description << "\n";
+  if (resume_from) out << "resuming from " << resume_from->string() << " at step " << run.step << "\n";
+
+  g_interrupted = false;
+  auto previous_handler = std::signal(SIGINT, on_sigint);
+  Progress progress(out, run.recipe.train.steps, isatty(fileno(stdout)) && options.out == nullptr);
+  layers::Context ctx{true, &run.dropout_rng, nullptr};
+  const int64_t accum = run.recipe.train.grad_accum;
+  const int64_t tokens_per_step = accum * run.recipe.train.batch_size * run.recipe.data.seq_len;
+  TrainSummary summary;
+  summary.final_step = run.step;
+
+  auto write_checkpoint = [&] {
+    const fs::path file = checkpoint_path(dir, run.step);
+    save_checkpoint(run, batches.state(), file);
+    prune_checkpoints(dir, run.recipe.checkpoint.keep);
+    summary.last_checkpoint = file.string();
+  };
+
+  while (run.step < run.recipe.train.steps) {
+    const double lr = run.schedule.lr_at(run.step);
+    run.optimizer->set_lr(lr);
+    run.optimizer->zero_grad();
+    double loss_sum = 0;
+    for (int64_t micro = 0; micro < accum; ++micro) {
+      const Batch batch = batches.next();
+      const Tensor loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
+      loss_sum += loss.item();
+      backward(accum == 1 ? loss : ops::scale(loss, 1.0 / accum));
+    }
+    const double loss = loss_sum / accum;
+    TF_CHECK_INPUT(std::isfinite(loss), "step ", run.step + 1, ": the training loss is ", loss,
+                   "; stopping (no checkpoint of this state is written). Try a lower optim.lr, "
+                   "or set train.anomaly: true to find the op");
+    TF_CHECK_INPUT(all_finite_grads(run), "step ", run.step + 1,
+                   ": a gradient is not finite; stopping (no checkpoint of this state is written)");
+    const double grad_norm = run.recipe.train.grad_clip > 0
+                                 ? optim::clip_grad_norm(run.optimizer->params(), run.recipe.train.grad_clip)
+                                 : optim::grad_norm(run.optimizer->params());
+    run.optimizer->step();
+    ++run.step;
+    run.tokens_seen += tokens_per_step;
+    ++summary.steps_done;
+    summary.last_loss = loss;
+
+    const bool last = run.step == run.recipe.train.steps;
+    double val_loss = -1;
+    if (run.recipe.eval.interval > 0 && (run.step % run.recipe.eval.interval == 0 || last)) {
+      const EvalResult e = validation.run(run);
+      val_loss = e.loss;
+      summary.last_val_loss = e.loss;
+      progress.report_eval(run.step, e);
+    }
+    progress.update(run.step, loss, lr, tokens_per_step);
+    if (run.step % run.recipe.log.interval == 0 || last || val_loss >= 0) {
+      metrics << "{\"step\": " << run.step << ", \"train_loss\": " << loss << ", \"val_loss\": "
+              << (val_loss >= 0 ? std::to_string(val_loss) : "null") << ", \"lr\": " << lr
+              << ", \"grad_norm\": " << grad_norm << ", \"tokens_per_s\": " << progress.tokens_per_second()
+              << ", \"elapsed_s\": " << progress.elapsed_seconds() << "}\n";
+      metrics.flush();
+    }
+    const bool interval = run.recipe.checkpoint.interval > 0 && run.step % run.recipe.checkpoint.interval == 0;
+    if (interval || last || g_interrupted) write_checkpoint();
+    if (g_interrupted) {
+      progress.finish();
+      out << "interrupted: checkpoint written to " << summary.last_checkpoint << " at step " << run.step
+          << "; continue with --resume\n";
+      summary.interrupted = true;
+      break;
+    }
+  }
+  std::signal(SIGINT, previous_handler);
+  progress.finish();
+  summary.final_step = run.step;
+  summary.tokens_per_second = progress.tokens_per_second();
+
+  if (!summary.interrupted && options.sample_at_end && run.recipe.sample.tokens > 0 &&
+      run.recipe.model.arch == layers::Architecture::gpt) {
+    const auto& gpt = dynamic_cast<const layers::Gpt&>(*run.model);
+    SampleOptions so;
+    so.tokens = run.recipe.sample.tokens;
+    so.temperature = run.recipe.sample.temperature;
+    so.top_k = run.recipe.sample.top_k;
+    so.top_p = run.recipe.sample.top_p;
+    so.seed = static_cast<uint64_t>(run.recipe.train.seed);
+    out << "\nsample (" << so.tokens << " tokens, temperature " << so.temperature << "):\n"
+        << run.recipe.sample.prompt;
+    std::vector<int32_t> generated;
+    sample(gpt, run.tokenizer->encode(run.recipe.sample.prompt), so, [&](int32_t id) { generated.push_back(id); });
+    out << run.tokenizer->decode(generated) << "\n";
+  }
+  return summary;
+}
+
+}  // namespace tf::train

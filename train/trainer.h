@@ -1,0 +1,39 @@
+// The training loop: batches -> forward -> loss -> backward -> clip -> optimizer step, with
+// progress, evaluation, metrics, checkpoints, Ctrl-C handling and exact resume.
+//
+//   TrainOptions options;
+//   options.resume = "";                       // continue from the run folder's newest checkpoint
+//   TrainSummary s = train(load_recipe("recipes/gpt_brown_char.yaml"), options);
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "train/recipe.h"
+
+namespace tf::train {
+
+struct TrainOptions {
+  bool dry_run = false;                // validate, build, print the plan; train nothing
+  std::optional<std::string> resume;   // set: resume; empty string: the newest checkpoint in the run folder
+  bool sample_at_end = true;           // GPT: print recipe.sample.tokens of text after training
+  std::ostream* out = nullptr;         // progress and reports (default std::cout)
+};
+
+struct TrainSummary {
+  int64_t steps_done = 0;       // steps run by this call
+  int64_t final_step = 0;
+  double last_loss = 0;         // mean training loss of the last step
+  double last_val_loss = -1;    // -1 when no evaluation ran
+  double tokens_per_second = 0;
+  bool interrupted = false;     // stopped by SIGINT after writing a checkpoint
+  std::string last_checkpoint;
+};
+
+TrainSummary train(const Recipe& recipe, const TrainOptions& options = {});
+
+// Sets OpenMP's thread count from recipe.train.threads unless OMP_NUM_THREADS is set; returns it.
+int configure_threads(int64_t requested);
+
+}  // namespace tf::train
