@@ -1,0 +1,33 @@
+// `tapeformer info CKPT`: what a checkpoint holds: recipe, step, tokens seen, parameters, sizes.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "framework/hdf5_io.h"
+#include "layers/module.h"
+#include "tools/commands.h"
+#include "train/checkpoint.h"
+
+namespace tf::tools {
+
+void add_info_command(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("info", "Describe a checkpoint");
+  static std::string checkpoint;
+  cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5)")->required();
+  cmd->callback([&exit_code] {
+    train::LoadedRun loaded = train::load_checkpoint(checkpoint);
+    const train::Run& run = loaded.run;
+    const H5Reader in(checkpoint);
+    std::printf("checkpoint   %s (%.1f MiB, format %lld, written %s)\n", checkpoint.c_str(),
+                std::filesystem::file_size(checkpoint) / 1048576.0, static_cast<long long>(train::kCheckpointFormat),
+                in.read_attr_string("/", "created").c_str());
+    std::printf("step         %lld of %lld\ntokens seen  %lld\ntokenizer    %s, vocabulary %d\n\nrecipe:\n",
+                static_cast<long long>(run.step), static_cast<long long>(run.recipe.train.steps),
+                static_cast<long long>(run.tokens_seen), std::string(run.tokenizer->kind()).c_str(),
+                run.tokenizer->vocab_size());
+    std::cout << run.recipe.to_yaml() << "\nparameters:\n" << layers::summarize(run.params);
+    exit_code = 0;
+  });
+}
+
+}  // namespace tf::tools

@@ -1,0 +1,36 @@
+// `tapeformer sample CKPT`: continue a prompt with a trained GPT.
+#include <iostream>
+
+#include "layers/models/gpt.h"
+#include "tools/commands.h"
+#include "train/checkpoint.h"
+#include "train/sample.h"
+#include "train/trainer.h"
+
+namespace tf::tools {
+
+void add_sample_command(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("sample", "Generate text from a GPT checkpoint");
+  static std::string checkpoint, prompt = "The ";
+  static train::SampleOptions o{200, 0.8, 0, 1.0, 0};
+  cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5)")->required();
+  cmd->add_option("--prompt", prompt, "Text to continue")->capture_default_str();
+  cmd->add_option("--tokens", o.tokens, "Tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", o.temperature, "Softmax temperature; 0 is greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", o.top_k, "Keep the k most likely tokens; 0 keeps all")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", o.top_p, "Nucleus sampling mass in (0, 1]")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  cmd->callback([&exit_code] {
+    train::configure_threads(0);
+    train::LoadedRun loaded = train::load_checkpoint(checkpoint);
+    const auto* gpt = dynamic_cast<const layers::Gpt*>(loaded.run.model.get());
+    TF_CHECK_INPUT(gpt, checkpoint, ": sampling needs a GPT checkpoint; this one holds a BERT (try `tapeformer eval`)");
+    std::vector<int32_t> generated;
+    std::cout << prompt << std::flush;
+    train::sample(*gpt, loaded.run.tokenizer->encode(prompt), o, [&](int32_t id) { generated.push_back(id); });
+    std::cout << loaded.run.tokenizer->decode(generated) << "\n";
+    exit_code = 0;
+  });
+}
+
+}  // namespace tf::tools
