@@ -2,6 +2,7 @@
 // moved off their initial values (biases 0 and norm scales 1 would hide gradient bugs that a
 // zero or a one multiplies away).
 #pragma once
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,11 @@
 #include "framework/tensor.h"
 #include "layers/models/bert.h"
 #include "layers/models/gpt.h"
+
+namespace tf::layers {
+// gtest prints parameters of parameterised tests with this (instead of their bytes).
+inline void PrintTo(PositionEncoding p, std::ostream* out) { *out << position_encoding_name(p); }
+}  // namespace tf::layers
 
 namespace tf::layers::testing {
 

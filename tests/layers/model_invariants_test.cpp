@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "framework/autograd/tape.h"
 #include "model_fixtures.h"
 #include "support/compare.h"
 
@@ -141,6 +142,19 @@ TEST_P(PerPosition, AttentionWeightsOnRequestChangeNoModelOutput) {
       }
     }
   }
+}
+
+// A masked-LM batch can have no prediction at all (short sequences, 15% masking): the loss is 0
+// (the mean over no rows, as documented for cross-entropy) and backward runs, leaving zero gradients.
+TEST(BertLoss, NoTargetGivesZeroLossAndZeroGradients) {
+  Init init{Rng(3), DType::f64};
+  const Bert model(tiny_config(Architecture::bert, PositionEncoding::learned), init);
+  const Tensor ids = random_ids({2, 5}, kVocab, 1);
+  const Tensor loss = model.loss(ids, ignore_positions(ids, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), padding_2x5(), Context{});
+  EXPECT_EQ(loss.item(), 0.0);
+  if (loss.requires_grad()) tape().backward(loss);
+  for (const auto& p : model.parameters())
+    if (p.tensor.grad().defined()) EXPECT_EQ(max_abs_diff(p.tensor.grad(), Tensor::zeros(p.tensor.shape(), DType::f64)), 0.0) << p.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Positions, PerPosition, ::testing::ValuesIn(kAllPositions),
