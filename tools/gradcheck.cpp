@@ -1,9 +1,16 @@
-// `tapeformer gradcheck --ops`: float64 finite-difference checks of every op, printed as a table.
+// `tapeformer gradcheck`: float64 finite-difference checks, printed as tables.
+//   --ops            every op of the framework (framework/ops/*_cases.cpp)
+//   --model R.yaml   every parameter of the recipe's model, shrunk by --vocab/--seq-len/--batch/
+//                    --d-model/--layers so that a full check takes seconds
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "framework/gradcheck.h"
+#include "layers/models/model.h"
 #include "tools/commands.h"
+#include "train/recipe.h"
 
 namespace tf::tools {
 
@@ -24,15 +31,131 @@ int check_ops() {
   return failed == 0 ? 0 : 1;
 }
 
+struct ModelCheckOptions {
+  std::string recipe;
+  std::vector<std::string> overrides;  // --set section.key=value
+  int64_t vocab = 11, seq_len = 5, batch = 2;
+  int64_t d_model = 0;  // 0: 8, rounded up to a multiple of n_heads with an even head size
+  int64_t layers = 2;
+  double perturb = 0.2;  // std of the noise added to every parameter; 0 checks at initialisation
+};
+
+// The recipe's model at gradient-check size. Sizes not named by a flag keep their proportions:
+// d_ff keeps its ratio to d_model; max_seq_len becomes seq_len (a learned table of T rows).
+layers::ModelConfig shrink(layers::ModelConfig c, const ModelCheckOptions& o) {
+  TF_CHECK_INPUT(o.vocab >= 2 && o.seq_len >= 1 && o.batch >= 1 && o.layers >= 1 && o.d_model >= 0 && o.perturb >= 0,
+                 "gradcheck: --vocab must be >= 2, --seq-len, --batch, --layers >= 1 and --perturb >= 0");
+  int64_t d_model = o.d_model;
+  if (d_model == 0) {
+    const int64_t head_dim = std::max<int64_t>(2, (8 / c.n_heads + 1) / 2 * 2);
+    d_model = c.n_heads * head_dim;
+  }
+  if (c.d_ff > 0) c.d_ff = std::max<int64_t>(1, c.d_ff * d_model / c.d_model);
+  c.d_model = d_model;
+  c.vocab_size = o.vocab;
+  c.max_seq_len = o.seq_len;
+  c.n_layers = o.layers;
+  return c;
+}
+
+// A random batch: GPT, ids and next-token targets; BERT, the last sequence padded over its last
+// third, targets at every other real position (-100 elsewhere, as the masked-LM batcher leaves them).
+struct Batch {
+  Tensor ids, targets, key_padding;
+};
+
+Batch random_batch(const layers::ModelConfig& c, int64_t B, int64_t T, Rng& rng) {
+  std::vector<int32_t> ids(B * T), targets(B * T);
+  for (auto& id : ids) id = static_cast<int32_t>(rng.uniform_int(c.vocab_size));
+  for (auto& t : targets) t = static_cast<int32_t>(rng.uniform_int(c.vocab_size));
+  Batch batch;
+  if (c.arch == layers::Architecture::bert) {
+    std::vector<double> pad(B * T, 1.0);
+    const int64_t real = T - T / 3;  // of the last sequence
+    for (int64_t t = real; t < T; ++t) pad[(B - 1) * T + t] = 0.0;
+    for (int64_t i = 0; i < B * T; ++i)
+      if (pad[i] == 0.0 || i % 2 == 1) targets[i] = -100;
+    batch.key_padding = Tensor::from_vector(pad, {B, T}, DType::f64);
+  }
+  batch.ids = Tensor::from_ids(ids, {B, T});
+  batch.targets = Tensor::from_ids(targets, {B, T});
+  return batch;
+}
+
+int check_model(const ModelCheckOptions& o) {
+  const train::Recipe recipe = train::load_recipe(o.recipe, o.overrides);
+  const layers::ModelConfig c = shrink(recipe.model, o);
+  const bool bert = c.arch == layers::Architecture::bert;
+  layers::Init init{Rng(static_cast<uint64_t>(recipe.train.seed)), DType::f64};
+  const auto model = layers::build_model(c, init);
+  Rng data_rng(static_cast<uint64_t>(recipe.train.seed) + 1);
+  const Batch batch = random_batch(c, o.batch, o.seq_len, data_rng);
+  // With dropout the check runs in training mode, every evaluation drawing the same masks from a
+  // generator restarted at one seed: dropout is then a fixed linear map and is checked too.
+  const bool training = c.dropout > 0 || c.attn_dropout > 0;
+  const layers::ParamList params = model->parameters();
+  // At initialisation biases are 0 and norm scales 1, which multiply some gradient errors away
+  // (and every weight is ~0.02, which hides them under the absolute floor): move every parameter.
+  Rng noise_rng(static_cast<uint64_t>(recipe.train.seed) + 3);
+  for (const auto& p : params) {
+    double* x = p.tensor.data<double>();
+    for (int64_t i = 0; i < p.tensor.numel(); ++i) x[i] += o.perturb * noise_rng.normal();
+  }
+  std::vector<Tensor> inputs;
+  std::vector<std::string> names;
+  for (const auto& p : params) inputs.push_back(p.tensor), names.push_back(p.name);
+
+  std::printf("%s: d_model %lld, n_layers %lld, n_heads %lld, n_kv_heads %lld, d_ff %lld, vocab %lld, position %s, "
+              "%s; batch %lld x %lld, %s loss%s; %lld parameters moved by normal(0, %g)\n",
+              bert ? "bert" : "gpt", (long long)c.d_model, (long long)c.n_layers, (long long)c.n_heads,
+              (long long)(c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads), (long long)(c.d_ff > 0 ? c.d_ff : 4 * c.d_model),
+              (long long)c.vocab_size, layers::position_encoding_name(c.position), c.pre_norm ? "pre-LN" : "post-LN",
+              (long long)o.batch, (long long)o.seq_len, bert ? "masked-LM (padding, ignored targets)" : "causal LM",
+              training ? ", dropout masks fixed by seed" : "", (long long)layers::count_parameters(params), o.perturb);
+  const GradcheckReport report = gradcheck(
+      [&](const std::vector<Tensor>&) {
+        Rng dropout_rng(recipe.train.seed + 2);
+        const layers::Context ctx{.training = training, .rng = &dropout_rng};
+        return model->loss(batch.ids, batch.targets, batch.key_padding, ctx);
+      },
+      inputs, names);
+
+  std::vector<TensorGradCheck> rows = report.tensors;
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.max_rel_error > b.max_rel_error; });
+  size_t width = 9;
+  for (const auto& r : rows) width = std::max(width, r.name.size());
+  std::printf("%-*s  %-12s %12s %12s  %s\n", (int)width, "parameter", "shape", "max abs err", "max rel err", "result");
+  int failed = 0;
+  for (const auto& r : rows) {
+    failed += !r.passed();
+    std::printf("%-*s  %-12s %12.2e %12.2e  %s\n", (int)width, r.name.c_str(), r.shape.to_string().c_str(),
+                r.max_abs_error, r.max_rel_error, r.passed() ? "pass" : "FAIL");
+  }
+  std::printf("%zu parameters, %d failed (float64, central differences, eps 1e-6, rtol 1e-6)\n", rows.size(), failed);
+  return failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 void add_gradcheck_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("gradcheck", "Check gradients against finite differences in float64");
   static bool ops = false;
-  cmd->add_flag("--ops", ops, "Check every op of the framework");
+  static ModelCheckOptions model;
+  CLI::Option* ops_flag = cmd->add_flag("--ops", ops, "Check every op of the framework");
+  CLI::Option* model_opt = cmd->add_option("--model", model.recipe, "Check every parameter of this recipe's model");
+  ops_flag->excludes(model_opt);
+  cmd->add_option("--set", model.overrides, "Override a recipe key, e.g. --set model.position=rope (repeatable)")
+      ->needs(model_opt);
+  cmd->add_option("--vocab", model.vocab, "Vocabulary size of the checked model")->capture_default_str();
+  cmd->add_option("--seq-len", model.seq_len, "Sequence length T (also max_seq_len)")->capture_default_str();
+  cmd->add_option("--batch", model.batch, "Batch size B")->capture_default_str();
+  cmd->add_option("--d-model", model.d_model, "d_model (default: 8, rounded to fit the recipe's heads)");
+  cmd->add_option("--layers", model.layers, "Transformer blocks")->capture_default_str();
+  cmd->add_option("--perturb", model.perturb, "Add normal(0, STD) to every parameter before checking (0: at init)")
+      ->capture_default_str();
   cmd->callback([&exit_code] {
-    if (!ops) throw CLI::RequiredError("--ops");
-    exit_code = check_ops();
+    if (!ops && model.recipe.empty()) throw CLI::RequiredError("--ops or --model");
+    exit_code = ops ? check_ops() : check_model(model);
   });
 }
 

@@ -1,0 +1,232 @@
+// MultiHeadAttention against the textbook definition (h single-head attentions over slices of the
+// fused qkv weight, concatenated, then W_O), and the invariants it promises: permutation
+// equivariance without positions, RoPE scores that depend only on m - n, and attention weights on
+// request that change nothing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+#include "layers/attention.h"
+#include "model_fixtures.h"
+#include "support/compare.h"
+
+namespace tf::layers {
+namespace {
+
+using tf::testing::all_close;
+
+// B = batch, T = time, C = d_model, H = query heads, G = kv heads, D = head size.
+MultiHeadAttention make_layer(int64_t heads, int64_t kv_heads, bool causal, bool rope, uint64_t seed = 1) {
+  MultiHeadAttention::Options o;
+  o.d_model = 8;
+  o.n_heads = heads;
+  o.n_kv_heads = kv_heads;
+  o.causal = causal;
+  o.rope = rope;
+  Init init{Rng(seed), DType::f64};
+  MultiHeadAttention layer(o, init);
+  ParamList params;
+  layer.parameters(params, "");
+  testing::perturb(params, seed + 1);
+  return layer;
+}
+
+Tensor random_x(const Shape& shape, uint64_t seed) {
+  Rng rng(seed);
+  return randn(shape, rng, 1.0, DType::f64);
+}
+
+// Row r of the (out, in) weight applied to x[b, t, :], plus bias[r]: one output feature of x W^T + b.
+double linear_feature(const std::vector<double>& W, const std::vector<double>& bias, const std::vector<double>& x,
+                      int64_t C, int64_t row, int64_t x_offset) {
+  double s = bias[row];
+  for (int64_t c = 0; c < C; ++c) s += W[row * C + c] * x[x_offset + c];
+  return s;
+}
+
+// Textbook multi-head attention, every step a naive loop over one head at a time (Vaswani et al.
+// 2017, section 3.2.2), written from docs/models.md: head h's queries use rows [h D, (h+1) D) of
+// W_qkv, its keys and values those of kv head g = h / (H / G) after the H D query rows. RoPE
+// rotates pairs (2i, 2i+1) by pos * 10000^(-2i/D).
+Tensor textbook_mha(const MultiHeadAttention& layer, const Tensor& x, const Tensor& key_padding) {
+  const auto& o = layer.options;
+  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2), H = o.n_heads, G = layer.kv_heads(), D = C / H;
+  const std::vector<double> X = x.to_vector(), Wqkv = layer.qkv.weight.to_vector(), bqkv = layer.qkv.bias.to_vector();
+  const std::vector<double> Wo = layer.proj.weight.to_vector(), bo = layer.proj.bias.to_vector();
+  std::vector<double> pad(B * T, 1.0);
+  if (key_padding.defined()) pad = key_padding.to_vector();
+  auto rotate = [&](std::vector<double>& v, int64_t pos) {  // v: one head's (D) vector
+    for (int64_t i = 0; i < D / 2; ++i) {
+      const double a = pos * std::pow(o.rope_options.theta, -2.0 * i / D);
+      const double x0 = v[2 * i], x1 = v[2 * i + 1];
+      v[2 * i] = x0 * std::cos(a) - x1 * std::sin(a);
+      v[2 * i + 1] = x0 * std::sin(a) + x1 * std::cos(a);
+    }
+  };
+  std::vector<double> concat(B * T * H * D, 0.0);  // (B, T, H D): the heads side by side
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / G);
+      // This head's q (T, D), k (T, D), v (T, D).
+      std::vector<std::vector<double>> q(T, std::vector<double>(D)), k = q, v = q;
+      for (int64_t t = 0; t < T; ++t) {
+        for (int64_t d = 0; d < D; ++d) {
+          q[t][d] = linear_feature(Wqkv, bqkv, X, C, h * D + d, (b * T + t) * C);
+          k[t][d] = linear_feature(Wqkv, bqkv, X, C, H * D + g * D + d, (b * T + t) * C);
+          v[t][d] = linear_feature(Wqkv, bqkv, X, C, H * D + G * D + g * D + d, (b * T + t) * C);
+        }
+        if (o.rope) rotate(q[t], t), rotate(k[t], t);
+      }
+      for (int64_t i = 0; i < T; ++i) {
+        std::vector<double> scores(T, -std::numeric_limits<double>::infinity());
+        double max_score = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < T; ++j) {
+          if ((o.causal && j > i) || pad[b * T + j] == 0) continue;
+          scores[j] = std::inner_product(q[i].begin(), q[i].end(), k[j].begin(), 0.0) / std::sqrt(double(D));
+          max_score = std::max(max_score, scores[j]);
+        }
+        double z = 0;
+        for (int64_t j = 0; j < T; ++j) z += std::exp(scores[j] - max_score);
+        for (int64_t j = 0; j < T; ++j)
+          for (int64_t d = 0; d < D; ++d)
+            concat[(b * T + i) * H * D + h * D + d] += std::exp(scores[j] - max_score) / z * v[j][d];
+      }
+    }
+  }
+  std::vector<double> y(B * T * C);
+  for (int64_t bt = 0; bt < B * T; ++bt)
+    for (int64_t c = 0; c < C; ++c) y[bt * C + c] = linear_feature(Wo, bo, concat, H * D, c, bt * H * D);
+  return Tensor::from_vector(y, {B, T, C}, DType::f64);
+}
+
+struct TextbookCase {
+  const char* name;
+  int64_t heads, kv_heads;
+  bool causal, rope, padding;
+};
+
+TEST(MultiHeadAttentionLayer, EqualsConcatenatedSingleHeadAttentions) {
+  const TextbookCase cases[] = {
+      {"2 heads", 2, 0, false, false, false},         {"4 heads, causal", 4, 0, true, false, false},
+      {"2 heads, key padding", 2, 0, false, false, true}, {"GQA H=4 G=2", 4, 2, false, false, false},
+      {"GQA H=4 G=1, causal", 4, 1, true, false, false},  {"rope, causal", 2, 0, true, true, false},
+      {"rope, GQA H=4 G=2, padding", 4, 2, false, true, true},
+  };
+  for (const auto& c : cases) {
+    const MultiHeadAttention layer = make_layer(c.heads, c.kv_heads, c.causal, c.rope);
+    const Tensor x = random_x({2, 5, 8}, 7);
+    const Tensor pad = c.padding ? testing::padding_2x5() : Tensor();
+    // f64 throughout: the only differences are summation orders, ~1e-15.
+    EXPECT_TRUE(all_close(layer.forward(x, pad, Context{}), textbook_mha(layer, x, pad), 1e-12, 1e-12)) << c.name;
+  }
+}
+
+// x[:, perm[t], :] for every t: rows reordered within each sequence.
+Tensor permute_rows(const Tensor& x, const std::vector<int64_t>& perm) {
+  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
+  const std::vector<double> v = x.to_vector();
+  std::vector<double> out(v.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < C; ++c) out[(b * T + t) * C + c] = v[(b * T + perm[t]) * C + c];
+  return Tensor::from_vector(out, x.shape(), DType::f64);
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<double> va = a.to_vector(), vb = b.to_vector();
+  double m = 0;
+  for (size_t i = 0; i < va.size(); ++i) m = std::max(m, std::abs(va[i] - vb[i]));
+  return m;
+}
+
+TEST(MultiHeadAttentionLayer, PermutationEquivariantWithoutPositions) {
+  const std::vector<int64_t> perm = {3, 0, 4, 1, 2};
+  const Tensor x = random_x({2, 5, 8}, 7);
+  for (int64_t kv_heads : {0, 1}) {
+    const MultiHeadAttention layer = make_layer(2, kv_heads, false, false);
+    const Tensor y = layer.forward(x, Tensor(), Context{});
+    EXPECT_TRUE(all_close(layer.forward(permute_rows(x, perm), Tensor(), Context{}), permute_rows(y, perm), 0, 1e-12));
+  }
+  // Controls: a causal mask or RoPE tie outputs to positions, so the same permutation shows.
+  for (auto [causal, rope] : {std::pair{true, false}, std::pair{false, true}}) {
+    const MultiHeadAttention layer = make_layer(2, 0, causal, rope);
+    const Tensor y = layer.forward(x, Tensor(), Context{});
+    EXPECT_GT(max_abs_diff(layer.forward(permute_rows(x, perm), Tensor(), Context{}), permute_rows(y, perm)), 1e-3)
+        << "causal " << causal << " rope " << rope;
+  }
+}
+
+// S(m, n) - S(m, m) for a query token a at position m and a key token b at position n, read off
+// the layer's attention weights: log P[i, j] - log P[i, i] = S[i, j] - S[i, i] whatever the other
+// keys are. S(m, m) (a with itself at one position) does not depend on m under RoPE, since both
+// sides turn by the same angle. The sequence is T = 6 rows of filler at positions offset .. offset+5,
+// with a at row i and b at row j.
+double relative_score(const MultiHeadAttention& layer, const Tensor& a, const Tensor& b, int64_t m, int64_t n) {
+  const int64_t offset = std::min(m, n) - 1, i = m - offset, j = n - offset, T = 6;
+  if (!(offset >= 0 && i < T && j < T)) throw std::logic_error("relative_score: positions too far apart");
+  Tensor x = random_x({1, T, 8}, 99);  // filler
+  std::copy(a.data<double>(), a.data<double>() + 8, x.data<double>() + i * 8);
+  std::copy(b.data<double>(), b.data<double>() + 8, x.data<double>() + j * 8);
+  std::vector<Tensor> weights;
+  Context ctx;
+  ctx.attention_weights = &weights;
+  layer.forward(x, Tensor(), ctx, offset);
+  const Tensor& P = weights.at(0);  // (1, 1, T, T): one head
+  return std::log(P.at(i * T + j)) - std::log(P.at(i * T + i));
+}
+
+TEST(MultiHeadAttentionLayer, RopeScoreDependsOnlyOnRelativePosition) {
+  const MultiHeadAttention rope = make_layer(1, 0, false, true);
+  const Tensor a = random_x({8}, 3), b = random_x({8}, 4);
+  // Query after key (m - n = 2) and before it (m - n = -3), each at three absolute places.
+  for (auto [m0, n0] : {std::pair<int64_t, int64_t>{3, 1}, {2, 5}}) {
+    const double reference = relative_score(rope, a, b, m0, n0);
+    for (int64_t shift : {4, 17, 250})
+      EXPECT_NEAR(relative_score(rope, a, b, m0 + shift, n0 + shift), reference, 1e-12)
+          << "m " << m0 + shift << " n " << n0 + shift;
+  }
+  // ... and it does depend on m - n (else the check above would hold trivially).
+  EXPECT_GT(std::abs(relative_score(rope, a, b, 3, 1) - relative_score(rope, a, b, 3, 2)), 1e-3);
+  EXPECT_GT(std::abs(relative_score(rope, a, b, 3, 1) - relative_score(rope, a, b, 2, 5)), 1e-3);
+  // Without RoPE the same weights give one score at every distance.
+  MultiHeadAttention plain = rope;
+  plain.options.rope = false;
+  EXPECT_NEAR(relative_score(plain, a, b, 3, 1), relative_score(plain, a, b, 6, 2), 1e-12);
+}
+
+TEST(MultiHeadAttentionLayer, AttentionWeightsOnRequestChangeNothing) {
+  const Tensor padding = testing::padding_2x5();
+  for (auto [causal, padded] : {std::pair{true, false}, std::pair{false, true}}) {
+    const MultiHeadAttention layer = make_layer(4, 2, causal, true);
+    const Tensor x = random_x({2, 5, 8}, 7);
+    const Tensor pad = padded ? padding : Tensor();
+    const Tensor plain = layer.forward(x, pad, Context{});
+    std::vector<Tensor> weights;
+    Context ctx;
+    ctx.attention_weights = &weights;
+    const Tensor observed = layer.forward(x, pad, ctx);
+    EXPECT_TRUE(all_close(observed, plain, 0, 0));  // bit for bit
+    ASSERT_EQ(weights.size(), 1u);
+    const Tensor& P = weights[0];
+    ASSERT_EQ(P.shape(), (Shape{2, 4, 5, 5}));  // (B, H, T, T): one row per query head
+    for (int64_t bh = 0; bh < 8; ++bh) {
+      for (int64_t i = 0; i < 5; ++i) {
+        double sum = 0;
+        for (int64_t j = 0; j < 5; ++j) {
+          const double p = P.at((bh * 5 + i) * 5 + j);
+          EXPECT_GE(p, 0.0);
+          const bool masked = (causal && j > i) || (padded && padding.at((bh / 4) * 5 + j) == 0);
+          if (masked) EXPECT_EQ(p, 0.0) << "masked key " << j << " of query " << i;
+          sum += p;
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-12);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tf::layers

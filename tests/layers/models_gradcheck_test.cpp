@@ -1,0 +1,90 @@
+// Float64 finite-difference checks of whole models: every parameter of a 2-layer GPT (causal LM
+// loss) and a 2-layer BERT (masked-LM loss with key padding and ignored targets), for each position
+// encoding. The checked function only calls model.loss; the parameters are the gradcheck inputs.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "framework/gradcheck.h"
+#include "framework/ops/cross_entropy.h"
+#include "model_fixtures.h"
+
+namespace tf::layers {
+namespace {
+
+using namespace testing;
+
+void expect_model_gradients(const std::string& what, const LanguageModel& model, const Tensor& ids,
+                            const Tensor& targets, const Tensor& padding) {
+  const ParamList params = model.parameters();
+  perturb(params, 5);
+  const GradcheckReport r = gradcheck(
+      [&](const std::vector<Tensor>&) { return model.loss(ids, targets, padding, Context{}); }, tensors_of(params),
+      names_of(params));
+  std::printf("[gradcheck] %-44s worst rel err %.2e (%zu parameters)\n", what.c_str(), r.max_rel_error(),
+              params.size());
+  EXPECT_TRUE(r.passed()) << what << "\n" << r.to_string();
+  ASSERT_EQ(r.tensors.size(), params.size());  // every parameter was checked
+  for (const auto& t : r.tensors) EXPECT_EQ(t.shifted, 0) << what << ": " << t.name << " sat on a kink";
+}
+
+class ModelGradcheck : public ::testing::TestWithParam<PositionEncoding> {};
+
+TEST_P(ModelGradcheck, Gpt) {
+  Init init{Rng(11), DType::f64};
+  const Gpt model(tiny_config(Architecture::gpt, GetParam()), init);
+  const Tensor ids = random_ids({2, 5}, 11, 1);
+  const Tensor targets = random_ids({2, 5}, 11, 2);
+  expect_model_gradients(std::string("GPT, 2 layers, ") + position_encoding_name(GetParam()), model, ids, targets,
+                         Tensor());
+}
+
+TEST_P(ModelGradcheck, Bert) {
+  Init init{Rng(11), DType::f64};
+  const Bert model(tiny_config(Architecture::bert, GetParam()), init);
+  const Tensor ids = random_ids({2, 5}, 11, 1);
+  // Targets at some real positions only: -100 elsewhere, including both padded positions (8, 9).
+  const Tensor targets = ignore_positions(random_ids({2, 5}, 11, 2), {1, 3, 4, 6, 8, 9});
+  expect_model_gradients(std::string("BERT, 2 layers, padding, ") + position_encoding_name(GetParam()), model, ids,
+                         targets, padding_2x5());
+}
+
+INSTANTIATE_TEST_SUITE_P(Positions, ModelGradcheck, ::testing::ValuesIn(kAllPositions),
+                         [](const auto& info) { return std::string(position_encoding_name(info.param)); });
+
+// Variants the recipes can select: an untied LM head, grouped-query attention, no biases.
+TEST(ModelGradcheckVariants, GptUntiedGroupedQueryNoBias) {
+  ModelConfig c = tiny_config(Architecture::gpt, PositionEncoding::rope);
+  c.tie_embeddings = false;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.bias = false;
+  Init init{Rng(11), DType::f64};
+  const Gpt model(c, init);
+  expect_model_gradients("GPT, untied, GQA H=4 G=2, no bias, rope", model, random_ids({2, 5}, 11, 1),
+                         random_ids({2, 5}, 11, 2), Tensor());
+}
+
+TEST(ModelGradcheckVariants, BertSegmentsThroughTheEncoder) {
+  ModelConfig c = tiny_config(Architecture::bert, PositionEncoding::learned);
+  c.n_segments = 2;
+  Init init{Rng(11), DType::f64};
+  const Bert model(c, init);
+  const ParamList params = model.parameters();
+  perturb(params, 5);
+  const Tensor ids = random_ids({2, 5}, 11, 1), segments = Tensor::from_ids({0, 0, 1, 1, 1, 0, 1, 1, 0, 0}, {2, 5});
+  const Tensor padding = padding_2x5();
+  const Tensor targets = ignore_positions(random_ids({2, 5}, 11, 2), {1, 3, 8, 9});
+  const GradcheckReport r = gradcheck(
+      [&](const std::vector<Tensor>&) {
+        // Bert::loss takes no segments: the same masked-LM loss over the encoder's output here.
+        return ops::cross_entropy(model.mlm_logits(model.encode(ids, padding, Context{}, segments)), targets);
+      },
+      tensors_of(params), names_of(params));
+  std::printf("[gradcheck] %-44s worst rel err %.2e\n", "BERT with segments, padding", r.max_rel_error());
+  EXPECT_TRUE(r.passed()) << r.to_string();
+}
+
+}  // namespace
+}  // namespace tf::layers
