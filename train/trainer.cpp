@@ -132,6 +132,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
       << " threads, " << corpus.description << "\n";
   if (resume_from) out << "resuming from " << resume_from->string() << " at step " << run.step << "\n";
 
+  set_anomaly_detection(run.recipe.train.anomaly);
   g_interrupted = false;
   auto previous_handler = std::signal(SIGINT, on_sigint);
   Progress progress(out, run.recipe.train.steps, isatty(fileno(stdout)) && options.out == nullptr);
@@ -155,7 +156,13 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     double loss_sum = 0;
     for (int64_t micro = 0; micro < accum; ++micro) {
       const Batch batch = batches.next();
-      const Tensor loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
+      Tensor loss;
+      try {
+        loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
+      } catch (const Error& e) {
+        if (!anomaly_detection()) throw;
+        throw InputError(concat("step ", run.step + 1, ": ", e.what(), "; stopping (no checkpoint of this state is written)"));
+      }
       loss_sum += loss.item();
       backward(accum == 1 ? loss : ops::scale(loss, 1.0 / accum));
     }
@@ -201,6 +208,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     }
   }
   std::signal(SIGINT, previous_handler);
+  set_anomaly_detection(false);
   progress.finish();
   summary.final_step = run.step;
   summary.tokens_per_second = progress.tokens_per_second();

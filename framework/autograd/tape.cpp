@@ -7,7 +7,22 @@ namespace tf {
 
 namespace {
 thread_local bool g_grad_enabled = true;
+thread_local bool g_anomaly = false;
+
+// Index of the first non-finite element of a float tensor, or -1.
+int64_t first_non_finite(const Tensor& t) {
+  if (t.dtype() == DType::i32) return -1;
+  return dispatch(t.dtype(), [&](auto zero) -> int64_t {
+    const auto* p = t.data<decltype(zero)>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      if (!std::isfinite(p[i])) return i;
+    return -1;
+  });
 }
+}  // namespace
+
+void set_anomaly_detection(bool on) { g_anomaly = on; }
+bool anomaly_detection() { return g_anomaly; }
 
 Tape& tape() {
   thread_local Tape t;
@@ -26,6 +41,13 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
 }
 
 void Tape::record(std::unique_ptr<Node> node) {
+  if (g_anomaly) {
+    for (size_t o = 0; o < node->outputs.size(); ++o) {
+      const int64_t bad = first_non_finite(node->outputs[o]);
+      TF_CHECK(bad < 0, "anomaly: op '", node->op_name(), "' (op ", nodes_.size() + 1, " of the forward pass) produced ",
+               node->outputs[o].at(bad), " at element ", bad, " of its output ", o, " ", node->outputs[o].shape());
+    }
+  }
   for (Tensor& out : node->outputs) {
     TensorImpl& impl = out.impl();
     impl.requires_grad = true;

@@ -68,6 +68,12 @@ class NoGradGuard {
   bool previous_;
 };
 
+// Anomaly detection: while on, every recorded op's outputs are checked, and the first non-finite
+// value throws an Error naming the op and its position on the tape (the trainer adds the step).
+// Costs one pass over each output; off by default.
+void set_anomaly_detection(bool on);
+bool anomaly_detection();
+
 // True when an op over these inputs must be recorded.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 template <class... Ts>

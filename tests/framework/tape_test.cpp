@@ -189,3 +189,29 @@ TEST_F(TapeTest, BackwardNeedsOneElementLossOrAGradient) {
 
 }  // namespace
 }  // namespace tf
+
+namespace tf {
+namespace {
+
+// Anomaly detection names the op whose output first holds a non-finite value.
+TEST(TapeAnomaly, NamesTheFirstOpProducingNonFinite) {
+  Tensor a = Tensor::from_vector({1.0, 0.0}, {2}, DType::f64).set_requires_grad();
+  Tensor b = Tensor::from_vector({1.0, 0.0}, {2}, DType::f64).set_requires_grad();
+  set_anomaly_detection(true);
+  std::string message;
+  try {
+    ops::div(ops::mul(a, b), b);  // mul is finite; 0 / 0 in div is not
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  set_anomaly_detection(false);
+  tape().clear();
+  EXPECT_NE(message.find("op 'div'"), std::string::npos) << message;
+  EXPECT_NE(message.find("element 1"), std::string::npos) << message;
+  // Off: the same computation runs through.
+  EXPECT_NO_THROW(ops::div(ops::mul(a, b), b));
+  tape().clear();
+}
+
+}  // namespace
+}  // namespace tf
