@@ -1,5 +1,5 @@
 // Crash safety: `tapeformer train` with a checkpoint every step is SIGKILLed at seeded random
-// moments spread over the run (the checkpoints are ~19 MB, so most of a step is spent writing one
+// moments spread over the run by progress (the checkpoints are ~19 MB, so most of a step is spent writing one
 // and many kills land mid-write). After each kill the newest checkpoint loads, is at most one step
 // behind the last step the process logged, no ".partial" file passes for a checkpoint, and
 // `--resume` finishes the run with parameters bit-identical to an uninterrupted run.
@@ -22,7 +22,7 @@ using tf::testing::Child;
 using tf::testing::read_file;
 using tf::testing::read_metrics;
 
-constexpr int64_t kSteps = 12;
+constexpr int64_t kSteps = 8;
 constexpr int kTrials = 12;
 constexpr uint64_t kSeed = 20261129;
 
@@ -66,7 +66,7 @@ void expect_same_model(const fs::path& a, const fs::path& b) {
 }
 
 TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishes) {
-  tf::testing::TempDir tmp;
+  tf::testing::RunTempDir tmp;
   const fs::path text = tmp / "text.txt";
   tf::testing::write_file(text, tf::testing::english_text(6000));
   // d_model 256 makes a checkpoint (weights + two Adam moments) ~19 MB: writing and flushing it
@@ -89,23 +89,61 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
   const std::map<int64_t, double> reference_losses = losses_by_step(reference);
   ASSERT_EQ(reference_losses.size(), static_cast<size_t>(kSteps));
 
+  // Time scale of one step, from the reference's own log (used only before a trial has timed
+  // steps of its own).
+  const auto reference_log = read_metrics(reference / "metrics.jsonl");
+  const auto checkpoint_bytes = static_cast<double>(fs::file_size(reference_final));
+  const double reference_step = (tf::testing::number(reference_log.back(), "elapsed_s") -
+                                 tf::testing::number(reference_log.front(), "elapsed_s")) / (kSteps - 1);
+
   std::mt19937_64 rng(kSeed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  int no_checkpoint = 0, mid_write = 0, finished_first = 0;
+  int no_checkpoint = 0, mid_write = 0, finished_first = 0, aimed = 0, aimed_hit = 0;
   std::ostringstream table;
   table << "run without kills: " << std::fixed << std::setprecision(2) << run_seconds << " s for " << kSteps
-        << " steps\ntrial  kill at  logged  newest  partial  resume\n";
+        << " steps, checkpoints of " << checkpoint_bytes / 1e6
+        << " MB\ntrial  aim    target   step s  logged  newest  partial  resume\n";
   for (int trial = 0; trial < kTrials; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     const fs::path dir = tmp / ("trial" + std::to_string(trial));
-    // Stratified over the run: trial i lands in the i-th of kTrials equal slices of it.
-    const double delay = run_seconds * (trial + unit(rng)) / kTrials;
+    // Moments spread over the run by progress, not by the clock (other tests share the cores, so
+    // a run's pace varies): trial i waits for step k, stratified over [0, kSteps), to be logged.
+    // Even trials then wait a random fraction u of a step (of this run's pace); odd trials aim at
+    // the checkpoint of step k, written right after the step is logged, and kill once its
+    // ".partial" file has grown to u times a finished checkpoint's size.
+    const double position = (trial + unit(rng)) / kTrials * kSteps;
+    const auto target = static_cast<int64_t>(position);
+    const double u = position - target;
+    const bool aim_at_write = trial % 2 == 1 && target > 0;
     const std::vector<std::string> args = args_for(dir);
     bool exited_first = false;
+    double step_seconds = reference_step;
     {
       Child child(args, dir.string() + ".out", dir.string() + ".err");
       ASSERT_TRUE(child.started());
-      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+      auto previous = Clock::now();
+      for (int64_t seen = 0; seen < target && !child.exited();) {
+        const int64_t now_seen = last_logged_step(dir);
+        if (now_seen > seen) {
+          if (seen > 0) step_seconds = seconds_since(previous) / (now_seen - seen);  // this run's pace
+          previous = Clock::now();
+          seen = now_seen;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (aim_at_write) {
+        const fs::path partial = checkpoint_path(dir, target).string() + ".partial";
+        for (;;) {  // until the file is big enough, or the write is over (then kill at once)
+          std::error_code ec;
+          const auto size = fs::file_size(partial, ec);
+          if (!ec && static_cast<double>(size) >= u * checkpoint_bytes) break;
+          if (ec && fs::exists(checkpoint_path(dir, target))) break;
+          if (child.exited()) break;
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::duration<double>(u * step_seconds));
+      }
       exited_first = child.exited();
       if (!exited_first) ::kill(child.pid(), SIGKILL);
       child.wait();
@@ -116,6 +154,8 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
     const int64_t logged = last_logged_step(dir);
     const bool partial = fs::exists(dir) && !partial_files(dir).empty();
     mid_write += partial;
+    aimed += aim_at_write;
+    aimed_hit += aim_at_write && partial;
     const auto newest = latest_checkpoint(dir);
     int64_t newest_step = 0;
     if (newest) {
@@ -155,16 +195,18 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
     EXPECT_EQ(losses_by_step(dir), reference_losses);
     expect_same_model(checkpoint_path(dir, kSteps), reference_final);
 
-    table << std::setw(5) << trial << std::setw(8) << std::setprecision(2) << delay << "s" << std::setw(8) << logged
+    table << std::setw(5) << trial << (aim_at_write ? "  write" : "  step ") << std::setw(8) << std::setprecision(2) << position << std::setw(9) << std::setprecision(3) << step_seconds
+          << std::setw(8) << logged
           << std::setw(8) << (newest ? std::to_string(newest_step) : "none") << std::setw(9)
           << (partial ? "yes" : "no") << std::setw(7) << resume_seconds << "s"
           << (exited_first ? "  (finished before the kill)" : "") << "\n";
   }
-  std::cout << table.str() << kTrials << " kills: " << mid_write << " during a checkpoint write, " << no_checkpoint
+  std::cout << table.str() << kTrials << " kills: " << mid_write << " during a checkpoint write (" << aimed_hit
+            << " of " << aimed << " aimed at one), " << no_checkpoint
             << " before the first checkpoint, " << finished_first << " after the run ended; total "
             << std::fixed << std::setprecision(1) << seconds_since(start) << " s\n";
-  // The spread did reach inside checkpoint writes (else the test did not test the hard case).
-  EXPECT_GT(mid_write, 0);
+  // Kills did land inside checkpoint writes (else the test did not test the hard case).
+  EXPECT_GE(aimed_hit, aimed / 2);
 }
 
 }  // namespace

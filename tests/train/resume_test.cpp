@@ -18,7 +18,7 @@ namespace tf::train {
 namespace {
 
 namespace fs = std::filesystem;
-using tf::testing::TempDir;
+using TempDir = tf::testing::RunTempDir;
 
 constexpr int64_t kHalf = 6;  // N: the split run stops after N steps of 2N
 

@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using tf::testing::Child;
-using tf::testing::TempDir;
+using TempDir = tf::testing::RunTempDir;
 using tf::testing::number;
 using tf::testing::read_file;
 using tf::testing::read_metrics;
