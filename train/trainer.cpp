@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -37,6 +38,26 @@ void on_sigint(int) {
   g_interrupted = true;
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
 }
+
+// Ctrl-C sets a flag for the loop while training, and the caller's handler is back on every way
+// out, a thrown error included (a library caller that catches it keeps its own Ctrl-C).
+// The training loop's process-wide settings, restored on every way out (errors included): the
+// Ctrl-C handler and anomaly detection.
+struct LoopScope {
+  using Handler = void (*)(int);
+  Handler previous;
+  explicit LoopScope(bool anomaly) {
+    g_interrupted = false;
+    previous = std::signal(SIGINT, on_sigint);
+    set_anomaly_detection(anomaly);
+  }
+  ~LoopScope() {
+    std::signal(SIGINT, previous);
+    set_anomaly_detection(false);
+  }
+  LoopScope(const LoopScope&) = delete;
+  LoopScope& operator=(const LoopScope&) = delete;
+};
 
 // Physical cores: distinct (package, core) pairs in sysfs; all logical CPUs if that is unreadable.
 int physical_cores() {
@@ -71,6 +92,14 @@ struct Validation {
     return evaluate_causal(*run.model, batcher, batches, chars);
   }
 };
+
+// A metrics value in the shortest form that reads back to the same double: the log is an exact
+// record (resumed and straight runs compare bit for bit), not rounded to the stream's 6 digits.
+std::string json_number(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, end);
+}
 
 bool all_finite_grads(const Run& run) {
   for (const auto& p : run.params) {
@@ -132,9 +161,8 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
       << " threads, " << corpus.description << "\n";
   if (resume_from) out << "resuming from " << resume_from->string() << " at step " << run.step << "\n";
 
-  set_anomaly_detection(run.recipe.train.anomaly);
-  g_interrupted = false;
-  auto previous_handler = std::signal(SIGINT, on_sigint);
+  // Until the loop ends: Ctrl-C writes a checkpoint; anomaly mode checks every op.
+  std::optional<LoopScope> loop_scope(std::in_place, run.recipe.train.anomaly);
   Progress progress(out, run.recipe.train.steps, isatty(fileno(stdout)) && options.out == nullptr);
   layers::Context ctx{true, &run.dropout_rng, nullptr};
   const int64_t accum = run.recipe.train.grad_accum;
@@ -191,9 +219,9 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     }
     progress.update(run.step, loss, lr, tokens_per_step);
     if (run.step % run.recipe.log.interval == 0 || last || val_loss >= 0) {
-      metrics << "{\"step\": " << run.step << ", \"train_loss\": " << loss << ", \"val_loss\": "
-              << (val_loss >= 0 ? std::to_string(val_loss) : "null") << ", \"lr\": " << lr
-              << ", \"grad_norm\": " << grad_norm << ", \"tokens_per_s\": " << progress.tokens_per_second()
+      metrics << "{\"step\": " << run.step << ", \"train_loss\": " << json_number(loss) << ", \"val_loss\": "
+              << (val_loss >= 0 ? json_number(val_loss) : "null") << ", \"lr\": " << json_number(lr)
+              << ", \"grad_norm\": " << json_number(grad_norm) << ", \"tokens_per_s\": " << progress.tokens_per_second()
               << ", \"elapsed_s\": " << progress.elapsed_seconds() << "}\n";
       metrics.flush();
     }
@@ -207,8 +235,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
       break;
     }
   }
-  std::signal(SIGINT, previous_handler);
-  set_anomaly_detection(false);
+  loop_scope.reset();
   progress.finish();
   summary.final_step = run.step;
   summary.tokens_per_second = progress.tokens_per_second();

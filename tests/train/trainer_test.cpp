@@ -1,0 +1,282 @@
+// The training loop's behaviours: a non-finite loss stops with the step named and no checkpoint
+// of it; SIGINT to `tapeformer train` checkpoints, says "interrupted", exits 0 and resumes; the run
+// folder's recipe.yaml and metrics.jsonl; --dry-run trains and writes nothing; checkpoint.keep;
+// a missing Brown corpus says how to fetch it.
+#include "train/trainer.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <regex>
+
+#include "train/checkpoint.h"
+#include "train/run_fixture.h"
+
+namespace tf::train {
+namespace {
+
+namespace fs = std::filesystem;
+using tf::testing::Child;
+using TempDir = tf::testing::RunTempDir;
+using tf::testing::number;
+using tf::testing::read_file;
+using tf::testing::read_metrics;
+
+// Restores the working directory on scope exit.
+class CwdGuard {
+ public:
+  explicit CwdGuard(const fs::path& dir) : previous_(fs::current_path()) { fs::current_path(dir); }
+  ~CwdGuard() { fs::current_path(previous_); }
+
+ private:
+  fs::path previous_;
+};
+
+class Trainer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    text_ = tmp_ / "text.txt";
+    tf::testing::write_file(text_, tf::testing::english_text(6000));
+    quiet_.out = &sink_;
+  }
+  Recipe recipe(std::vector<std::string> more, const std::string& name = "tiny_gpt") const {
+    return tf::testing::tiny_recipe(name, text_, tmp_ / "run", tmp_ / "cache", std::move(more));
+  }
+  std::vector<std::string> args(std::vector<std::string> more) const {
+    return tf::testing::train_args("tiny_gpt", text_, tmp_ / "run", tmp_ / "cache", std::move(more));
+  }
+
+  TempDir tmp_;
+  fs::path text_;
+  std::ostringstream sink_;
+  TrainOptions quiet_;
+};
+
+void custom_sigint(int) {}
+
+TEST_F(Trainer, NonFiniteLossStopsNamingTheStepWithoutItsCheckpoint) {
+  // Plain SGD at lr 10 with momentum, no clipping and no warmup, from weights of std 1: each step
+  // multiplies the weights' scale until the logits overflow float32 (measured: within ~10 steps).
+  const Recipe r = recipe({"optim.name=sgd", "optim.lr=10", "optim.momentum=0.9", "optim.weight_decay=0",
+                           "schedule.kind=constant", "schedule.warmup_steps=0", "schedule.min_lr=0",
+                           "train.grad_clip=0", "model.init_std=1.0", "train.steps=200", "checkpoint.interval=1",
+                           "checkpoint.keep=1000", "eval.interval=0"});
+  const auto previous = std::signal(SIGINT, custom_sigint);
+  std::string message;
+  try {
+    train(r, quiet_);
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  // The caller's Ctrl-C handler is back although train() threw.
+  EXPECT_EQ(std::signal(SIGINT, previous), &custom_sigint);
+  ASSERT_NE(message, "") << "200 steps of SGD at lr 10 stayed finite; the test needs a harsher setting";
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(message, m, std::regex(R"(^step (\d+): )"))) << message;
+  const int64_t bad_step = std::stoll(m[1]);
+  EXPECT_TRUE(message.find("not finite") != std::string::npos || message.find("training loss is") != std::string::npos)
+      << message;
+  std::cout << "[ info ] non-finite at step " << bad_step << ": " << message << "\n";
+
+  const fs::path dir = tmp_ / "run";
+  EXPECT_FALSE(fs::exists(checkpoint_path(dir, bad_step)));
+  const auto latest = latest_checkpoint(dir);
+  if (bad_step == 1) {
+    EXPECT_FALSE(latest.has_value());
+  } else {
+    // Every step before it was checkpointed, and the last good one holds finite weights.
+    ASSERT_EQ(latest, checkpoint_path(dir, bad_step - 1));
+    const LoadedRun loaded = load_checkpoint(*latest);
+    for (const auto& p : loaded.run.params) {
+      const float* d = p.tensor.data<float>();
+      for (int64_t i = 0; i < p.tensor.numel(); ++i) ASSERT_TRUE(std::isfinite(d[i])) << p.name;
+    }
+    // metrics.jsonl ends at the last good step: nothing is logged for the failed one.
+    const auto metrics = read_metrics(dir / "metrics.jsonl");
+    ASSERT_FALSE(metrics.empty());
+    EXPECT_EQ(metrics.back().at("step"), std::to_string(bad_step - 1));
+  }
+}
+
+TEST_F(Trainer, NanWeightStopsAtTheLossCheck) {
+  // A model hook by way of the checkpoint: train 2 steps, put a NaN into the final layer norm's
+  // scale, store it as the step-2 checkpoint, and resume; step 3's loss is NaN.
+  const fs::path dir = tmp_ / "run";
+  const Recipe r = recipe({"train.steps=4", "schedule.warmup_steps=1", "checkpoint.interval=1", "eval.interval=0"});
+  Recipe first = r;
+  first.train.steps = 2;
+  train(first, quiet_);
+  LoadedRun loaded = load_checkpoint(checkpoint_path(dir, 2));
+  bool poisoned = false;
+  for (const auto& p : loaded.run.params) {
+    if (p.name != "ln_f.weight") continue;
+    p.tensor.data<float>()[0] = std::nanf("");
+    poisoned = true;
+  }
+  ASSERT_TRUE(poisoned);
+  save_checkpoint(loaded.run, loaded.batches, checkpoint_path(dir, 2));
+
+  TrainOptions resume = quiet_;
+  resume.resume = "";
+  std::string message;
+  try {
+    train(r, resume);
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message.rfind("step 3: the training loss is ", 0), 0u) << message;
+  EXPECT_NE(message.find("nan"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(checkpoint_path(dir, 3)));
+  EXPECT_EQ(latest_checkpoint(dir), checkpoint_path(dir, 2));
+}
+
+TEST_F(Trainer, SigintCheckpointsSaysInterruptedExitsZeroAndResumes) {
+  const fs::path dir = tmp_ / "run";
+  const int64_t steps = 300;
+  const std::vector<std::string> a =
+      args({"train.steps=" + std::to_string(steps), "train.threads=1", "eval.interval=100", "checkpoint.interval=100"});
+  int64_t seen = 0;
+  {
+    Child child(a, tmp_ / "out1.txt", tmp_ / "err1.txt");
+    ASSERT_TRUE(child.started());
+    // Wait until it is training (a metrics record exists, so the handler is installed) ...
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline && !child.exited()) {
+      if (fs::exists(dir / "metrics.jsonl") && read_metrics(dir / "metrics.jsonl").size() >= 3) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_FALSE(child.exited()) << "the run ended before SIGINT: " << read_file(tmp_ / "err1.txt");
+    seen = static_cast<int64_t>(read_metrics(dir / "metrics.jsonl").size());
+    ::kill(child.pid(), SIGINT);  // ... then Ctrl-C
+    const int status = child.wait();
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(tmp_ / "err1.txt");
+  }
+  const std::string out = read_file(tmp_ / "out1.txt");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(interrupted: checkpoint written to (\S+) at step (\d+))"))) << out;
+  const int64_t stopped = std::stoll(m[2]);
+  EXPECT_GE(stopped, seen);
+  EXPECT_LT(stopped, steps) << "the interrupt landed after the last step: the test proves nothing";
+  EXPECT_EQ(fs::path(m[1].str()), checkpoint_path(dir, stopped));
+  ASSERT_EQ(latest_checkpoint(dir), checkpoint_path(dir, stopped));
+  EXPECT_EQ(load_checkpoint(checkpoint_path(dir, stopped)).run.step, stopped);
+  EXPECT_EQ(read_metrics(dir / "metrics.jsonl").back().at("step"), std::to_string(stopped));
+
+  std::vector<std::string> resume = a;
+  resume.push_back("--resume");
+  ASSERT_EQ(tf::testing::run_tapeformer(resume, tmp_ / "out2.txt", tmp_ / "err2.txt"), 0)
+      << read_file(tmp_ / "err2.txt");
+  const std::string out2 = read_file(tmp_ / "out2.txt");
+  EXPECT_NE(out2.find("resuming from " + checkpoint_path(dir, stopped).string() + " at step " + std::to_string(stopped)),
+            std::string::npos)
+      << out2;
+  EXPECT_EQ(latest_checkpoint(dir), checkpoint_path(dir, steps));
+  // One record per step across both processes: the resumed run continued where the first stopped.
+  const auto metrics = read_metrics(dir / "metrics.jsonl");
+  ASSERT_EQ(metrics.size(), static_cast<size_t>(steps));
+  for (int64_t i = 0; i < steps; ++i) EXPECT_EQ(metrics[i].at("step"), std::to_string(i + 1));
+}
+
+TEST_F(Trainer, RunFolderHoldsTheRecipeAndOneMetricsRecordPerLoggedStep) {
+  const Recipe r = recipe({"train.steps=10", "eval.interval=5", "schedule.warmup_steps=4"});
+  const TrainSummary s = train(r, quiet_);
+  const fs::path dir = tmp_ / "run";
+
+  // recipe.yaml is the resolved recipe: it parses back to the same one.
+  const Recipe back = parse_recipe(read_file(dir / "recipe.yaml"), "recipe.yaml");
+  EXPECT_EQ(back.to_yaml(), r.to_yaml());
+  EXPECT_EQ(back.train.steps, 10);
+  EXPECT_EQ(back.data.train_path, text_.string());
+
+  const auto metrics = read_metrics(dir / "metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 10u);
+  const std::vector<std::string> keys = {"step", "train_loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "elapsed_s"};
+  double previous_elapsed = 0;
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    SCOPED_TRACE("record " + std::to_string(i));
+    std::vector<std::string> found;
+    for (const auto& [k, v] : metrics[i]) found.push_back(k);
+    std::vector<std::string> sorted = keys;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(found, sorted);
+    EXPECT_EQ(metrics[i].at("step"), std::to_string(i + 1));
+    EXPECT_TRUE(std::isfinite(number(metrics[i], "train_loss")));
+    EXPECT_GT(number(metrics[i], "grad_norm"), 0);
+    EXPECT_GT(number(metrics[i], "lr"), 0);
+    EXPECT_LE(number(metrics[i], "lr"), r.optim.lr);
+    EXPECT_GE(number(metrics[i], "tokens_per_s"), 0);
+    EXPECT_GE(number(metrics[i], "elapsed_s"), previous_elapsed);
+    previous_elapsed = number(metrics[i], "elapsed_s");
+    // Validation at steps 5 and 10 only.
+    const bool eval_step = (i + 1) % 5 == 0;
+    EXPECT_EQ(metrics[i].at("val_loss") != "null", eval_step);
+  }
+  // Warmup: the rate rises linearly over the first 4 steps.
+  EXPECT_LT(number(metrics[0], "lr"), number(metrics[1], "lr"));
+  EXPECT_LT(number(metrics[2], "lr"), number(metrics[3], "lr"));
+  EXPECT_GT(number(metrics[9], "tokens_per_s"), 0);
+  // The log agrees with the summary to the last bit.
+  EXPECT_EQ(number(metrics.back(), "train_loss"), s.last_loss);
+  EXPECT_EQ(number(metrics.back(), "val_loss"), s.last_val_loss);
+}
+
+TEST_F(Trainer, DryRunTrainsNothingAndWritesNothing) {
+  TrainOptions dry = quiet_;
+  dry.dry_run = true;
+  const TrainSummary s = train(recipe({"train.steps=5"}), dry);
+  EXPECT_EQ(s.steps_done, 0);
+  EXPECT_EQ(s.last_checkpoint, "");
+  EXPECT_NE(sink_.str().find("parameters"), std::string::npos) << sink_.str();
+  EXPECT_FALSE(fs::exists(tmp_ / "run"));
+
+  // The command line too: exit 0, the plan printed, no run folder.
+  std::vector<std::string> a = args({"train.steps=5"});
+  a.push_back("--dry-run");
+  ASSERT_EQ(tf::testing::run_tapeformer(a, tmp_ / "out.txt", tmp_ / "err.txt"), 0) << read_file(tmp_ / "err.txt");
+  EXPECT_NE(read_file(tmp_ / "out.txt").find("FLOPs per token"), std::string::npos);
+  EXPECT_FALSE(fs::exists(tmp_ / "run"));
+}
+
+TEST_F(Trainer, KeepLeavesOnlyTheNewestCheckpoints) {
+  train(recipe({"train.steps=6", "checkpoint.interval=1", "checkpoint.keep=2", "eval.interval=0"}), quiet_);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(tmp_ / "run")) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  const std::vector<std::string> expected = {checkpoint_path("", 5).string(), checkpoint_path("", 6).string(),
+                                             "metrics.jsonl", "recipe.yaml"};
+  EXPECT_EQ(files, expected);
+}
+
+TEST_F(Trainer, MissingBrownCorpusNamesTheSetupCommand) {
+  const fs::path empty = tmp_ / "elsewhere";
+  fs::create_directories(empty);
+  // The shipped recipe as it is (data.corpus: brown), from a folder without data/brown.
+  const std::string yaml = read_file(tf::testing::source_path("recipes/tiny_gpt.yaml"));
+  const Recipe r = parse_recipe(yaml, "tiny_gpt.yaml", {"checkpoint.dir=" + (tmp_ / "run").string()});
+  ASSERT_EQ(r.data.corpus, "brown");
+  std::string message;
+  {
+    const CwdGuard cwd(empty);
+    ASSERT_FALSE(fs::exists("data/brown"));
+    try {
+      train(r, quiet_);
+    } catch (const InputError& e) {
+      message = e.what();
+    }
+  }
+  EXPECT_NE(message.find("scripts/setup.sh --corpus"), std::string::npos) << message;
+  EXPECT_NE(message.find("data/brown/raw"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(tmp_ / "run"));
+
+  // The command: exit code 2 (bad input) and the same advice on stderr.
+  const std::vector<std::string> a = {"train", tf::testing::source_path("recipes/tiny_gpt.yaml"), "--set",
+                                      "checkpoint.dir=" + (tmp_ / "run").string()};
+  EXPECT_EQ(tf::testing::run_tapeformer(a, tmp_ / "out.txt", tmp_ / "err.txt", empty), 2);
+  EXPECT_NE(read_file(tmp_ / "err.txt").find("scripts/setup.sh --corpus"), std::string::npos)
+      << read_file(tmp_ / "err.txt");
+}
+
+}  // namespace
+}  // namespace tf::train
