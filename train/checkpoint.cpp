@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <regex>
 
 #include "framework/hdf5_io.h"
 #include "optim/state_io.h"
@@ -126,11 +125,13 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const fs::path& dir) 
   std::vector<std::pair<int64_t, fs::path>> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
-  static const std::regex pattern(R"(ckpt_(\d{8,})\.h5)");
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
+    // "ckpt_" + at least 8 digits + ".h5"; anything else (a .partial file) is not a checkpoint.
     const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern)) out.emplace_back(std::stoll(m[1]), entry.path());
+    const std::string digits = name.size() > 8 ? name.substr(5, name.size() - 8) : "";
+    const bool named = name.rfind("ckpt_", 0) == 0 && name.ends_with(".h5") && digits.size() >= 8 &&
+                       std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (named) out.emplace_back(std::stoll(digits), entry.path());
   }
   std::sort(out.begin(), out.end());
   return out;
