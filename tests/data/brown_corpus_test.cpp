@@ -11,7 +11,7 @@
 #include "data/char_tokenizer.h"
 #include "data/dataset.h"
 #include "data/text.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace tf::data {
 namespace {

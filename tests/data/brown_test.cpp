@@ -4,7 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "framework/error.h"
-#include "temp_dir.h"
+#include "support/errors.h"
+#include "support/temp_dir.h"
 
 namespace tf::data {
 namespace {
@@ -96,12 +97,7 @@ TEST(PrepareBrown, IsIdempotentAndRebuildsWhenRawIsNewer) {
 TEST(PrepareBrown, MissingCorpusPointsToSetup) {
   TempDir dir;
   for (const auto& raw : {dir / "absent", dir.path()}) {  // no folder; a folder without documents
-    try {
-      prepare_brown(raw, dir / "out");
-      FAIL() << "expected tf::InputError";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("scripts/setup.sh --corpus"), std::string::npos) << e.what();
-    }
+    testing::expect_error<InputError>([&] { prepare_brown(raw, dir / "out"); }, "scripts/setup.sh --corpus");
   }
 }
 

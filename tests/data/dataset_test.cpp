@@ -5,7 +5,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/char_tokenizer.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace tf::data {
 namespace {

@@ -4,7 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "framework/error.h"
-#include "temp_dir.h"
+#include "support/errors.h"
+#include "support/temp_dir.h"
 
 namespace tf::data {
 namespace {
@@ -43,14 +44,9 @@ TEST(ReadText, InvalidUtf8NamesFileAndOffset) {
   TempDir dir;
   write_file(dir / "corpus/a.txt", "fine");
   write_file(dir / "corpus/bad.txt", "hello \xC3\xA9 w\xFForld");
-  try {
-    read_text(dir / "corpus");
-    FAIL() << "expected tf::InputError";
-  } catch (const InputError& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("bad.txt"), std::string::npos) << message;
-    EXPECT_NE(message.find("byte offset 10"), std::string::npos) << message;
-  }
+  const std::string message = testing::error_message<InputError>([&] { read_text(dir / "corpus"); });
+  EXPECT_NE(message.find("bad.txt"), std::string::npos) << message;
+  EXPECT_NE(message.find("byte offset 10"), std::string::npos) << message;
 }
 
 TEST(ReadText, MissingPathAndEmptyFolderAreInputErrors) {

@@ -12,6 +12,7 @@
 #include "framework/ops/cross_entropy.h"
 #include "framework/ops/softmax.h"
 #include "support/compare.h"
+#include "support/errors.h"
 
 namespace tf {
 namespace {
@@ -19,15 +20,7 @@ namespace {
 using ops::CrossEntropyOptions;
 using ops::Reduction;
 
-template <class F>
-void expect_error(F&& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing \"" << fragment << "\"";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 // Loss and d loss / d logits through the tape.
 std::pair<double, Tensor> loss_and_grad(const Tensor& logits, const Tensor& targets, CrossEntropyOptions o = {}) {

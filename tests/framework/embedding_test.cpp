@@ -4,6 +4,7 @@
 
 #include "framework/autograd/tape.h"
 #include "framework/ops/embedding.h"
+#include "support/errors.h"
 
 namespace tf {
 namespace {
@@ -51,12 +52,7 @@ TEST(Embedding, ParameterGradientAccumulatesAcrossBackwardCalls) {
 }
 
 std::string error_of(const Tensor& weight, const Tensor& ids) {
-  try {
-    ops::embedding(weight, ids);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::error_message([&] { ops::embedding(weight, ids); });
 }
 
 TEST(Embedding, OutOfVocabularyIdNamesPositionAndValue) {

@@ -10,39 +10,23 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <limits>
+
+#include "support/errors.h"
+#include "support/temp_dir.h"
 
 namespace tf {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_path(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "tapeformer_hdf5_io_test";
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
-  fs::remove(p);
-  return p.string();
-}
+using testing::TempDir;
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
-// Runs f, expects an InputError, and returns its message ("" when none was thrown).
-std::string input_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected InputError, got another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected InputError, nothing was thrown";
-  return "";
-}
+using testing::error_message;
 
 Tensor counting(const Shape& shape, DType dtype) {
   std::vector<double> v(shape.numel());
@@ -55,7 +39,8 @@ Tensor counting(const Shape& shape, DType dtype) {
 }
 
 TEST(Hdf5Io, RoundTripsEveryDtypeBitExactly) {
-  const std::string path = temp_path("round_trip.h5");
+  const TempDir dir;
+  const std::string path = (dir / "round_trip.h5").string();
   Tensor f32 = counting({3, 5}, DType::f32);
   f32.data<float>()[0] = -0.0f;  // sign of zero, infinities and NaN must survive unchanged
   f32.data<float>()[1] = std::numeric_limits<float>::infinity();
@@ -115,7 +100,8 @@ TEST(Hdf5Io, RoundTripsEveryDtypeBitExactly) {
 }
 
 TEST(Hdf5Io, DottedNamesAreOneLinkInsideTheGroup) {
-  const std::string path = temp_path("dotted.h5");
+  const TempDir dir;
+  const std::string path = (dir / "dotted.h5").string();
   const Tensor w = counting({6, 2}, DType::f32);
   H5Writer out(path);
   out.write_tensor("model", "blocks.0.attn.qkv.weight", w);
@@ -139,7 +125,8 @@ TEST(Hdf5Io, DottedNamesAreOneLinkInsideTheGroup) {
 }
 
 TEST(Hdf5Io, WriterRefusesDuplicatesAndSlashesAndDiscardsAnUnclosedFile) {
-  const std::string path = temp_path("misuse.h5");
+  const TempDir dir;
+  const std::string path = (dir / "misuse.h5").string();
   {
     H5Writer out(path);
     out.write_tensor("m", "w", Tensor::zeros({2}));
@@ -153,7 +140,8 @@ TEST(Hdf5Io, WriterRefusesDuplicatesAndSlashesAndDiscardsAnUnclosedFile) {
 }
 
 TEST(Hdf5Io, MissingOrMistypedDatasetsNameFileDatasetAndExpectation) {
-  const std::string path = temp_path("mistyped.h5");
+  const TempDir dir;
+  const std::string path = (dir / "mistyped.h5").string();
   H5Writer out(path);
   out.write_tensor("model", "w", Tensor::zeros({2, 3}, DType::f64));
   out.write_bytes("model", "text", "abc");
@@ -161,57 +149,58 @@ TEST(Hdf5Io, MissingOrMistypedDatasetsNameFileDatasetAndExpectation) {
   out.close();
   H5Reader in(path);
 
-  std::string msg = input_error_of([&] { in.read_tensor("model", "missing.weight"); });
+  std::string msg = error_message<InputError>([&] { in.read_tensor("model", "missing.weight"); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   EXPECT_NE(msg.find("/model/missing.weight"), std::string::npos) << msg;
   EXPECT_NE(msg.find("not found"), std::string::npos) << msg;
 
-  msg = input_error_of([&] { in.read_tensor("nogroup", "w"); });
+  msg = error_message<InputError>([&] { in.read_tensor("nogroup", "w"); });
   EXPECT_NE(msg.find("/nogroup/w"), std::string::npos) << msg;
 
-  msg = input_error_of([&] { in.read_tensor("model", "w", DType::f32); });
+  msg = error_message<InputError>([&] { in.read_tensor("model", "w", DType::f32); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   EXPECT_NE(msg.find("/model/w"), std::string::npos) << msg;
   EXPECT_NE(msg.find("expected f32"), std::string::npos) << msg;
   EXPECT_NE(msg.find("64-bit float"), std::string::npos) << msg;
 
-  msg = input_error_of([&] { in.read_into("model", "w", Tensor::zeros({3, 2}, DType::f64)); });
+  msg = error_message<InputError>([&] { in.read_into("model", "w", Tensor::zeros({3, 2}, DType::f64)); });
   EXPECT_NE(msg.find("expected shape (3, 2)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("found (2, 3)"), std::string::npos) << msg;
 
-  msg = input_error_of([&] { in.read_tensor("model", "text"); });  // bytes are not a tensor
+  msg = error_message<InputError>([&] { in.read_tensor("model", "text"); });  // bytes are not a tensor
   EXPECT_NE(msg.find("unsigned 8-bit integer"), std::string::npos) << msg;
-  msg = input_error_of([&] { in.read_bytes("model", "w"); });
+  msg = error_message<InputError>([&] { in.read_bytes("model", "w"); });
   EXPECT_NE(msg.find("expected u8 (bytes)"), std::string::npos) << msg;
-  msg = input_error_of([&] { in.read_u64("/", "model"); });
+  msg = error_message<InputError>([&] { in.read_u64("/", "model"); });
   EXPECT_NE(msg.find("expected a dataset, found a group"), std::string::npos) << msg;
-  msg = input_error_of([&] { in.read_attr_int("/", "name"); });
+  msg = error_message<InputError>([&] { in.read_attr_int("/", "name"); });
   EXPECT_NE(msg.find("expected an integer, found a string"), std::string::npos) << msg;
-  msg = input_error_of([&] { in.read_attr_string("/", "absent"); });
+  msg = error_message<InputError>([&] { in.read_attr_string("/", "absent"); });
   EXPECT_NE(msg.find("'absent'"), std::string::npos) << msg;
 }
 
 TEST(Hdf5Io, MissingNonHdf5AndTruncatedFilesAreInputErrorsNamingTheFile) {
-  const std::string missing = temp_path("does_not_exist.h5");
-  std::string msg = input_error_of([&] { H5Reader in(missing); });
+  const TempDir dir;
+  const std::string missing = (dir / "does_not_exist.h5").string();
+  std::string msg = error_message<InputError>([&] { H5Reader in(missing); });
   EXPECT_NE(msg.find(missing), std::string::npos) << msg;
   EXPECT_NE(msg.find("no such file"), std::string::npos) << msg;
 
-  const std::string text = temp_path("not_hdf5.h5");
+  const std::string text = (dir / "not_hdf5.h5").string();
   std::ofstream(text) << "step,loss\n1,4.2\n";
-  msg = input_error_of([&] { H5Reader in(text); });
+  msg = error_message<InputError>([&] { H5Reader in(text); });
   EXPECT_NE(msg.find(text), std::string::npos) << msg;
   EXPECT_NE(msg.find("not an HDF5 file"), std::string::npos) << msg;
 
   // A whole file cut in half, as a crash of a non-atomic writer or a partial copy would leave it.
-  const std::string whole = temp_path("whole.h5"), truncated = temp_path("truncated.h5");
+  const std::string whole = (dir / "whole.h5").string(), truncated = (dir / "truncated.h5").string();
   H5Writer out(whole);
   out.write_tensor("model", "w", counting({100, 100}, DType::f32));
   out.close();
   const auto size = fs::file_size(whole);
   fs::copy_file(whole, truncated);
   fs::resize_file(truncated, size / 2);
-  msg = input_error_of([&] {
+  msg = error_message<InputError>([&] {
     H5Reader in(truncated);
     in.read_tensor("model", "w");
   });
@@ -242,27 +231,28 @@ void write_forged(const std::string& path) {
 }
 
 TEST(Hdf5Io, ForgedHugeShapesAreRefusedBeforeAllocating) {
-  const std::string path = temp_path("forged.h5");
+  const TempDir dir;
+  const std::string path = (dir / "forged.h5").string();
   write_forged(path);
   ASSERT_LT(fs::file_size(path), 64u * 1024) << "the forged datasets must not be allocated";
   H5Reader in(path);
   const uint64_t allocations = storage_allocation_count();
 
-  std::string msg = input_error_of([&] { in.read_tensor("/", "too_many_elements"); });
+  std::string msg = error_message<InputError>([&] { in.read_tensor("/", "too_many_elements"); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   EXPECT_NE(msg.find("/too_many_elements"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(1048576, 1048576)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("2^31"), std::string::npos) << msg;
 
-  msg = input_error_of([&] { in.read_tensor("/", "one_huge_dim"); });
+  msg = error_message<InputError>([&] { in.read_tensor("/", "one_huge_dim"); });
   EXPECT_NE(msg.find("/one_huge_dim"), std::string::npos) << msg;
   EXPECT_NE(msg.find("2^31"), std::string::npos) << msg;
 
-  msg = input_error_of([&] { in.read_tensor("/", "bigger_than_file"); });
+  msg = error_message<InputError>([&] { in.read_tensor("/", "bigger_than_file"); });
   EXPECT_NE(msg.find("/bigger_than_file"), std::string::npos) << msg;
   EXPECT_NE(msg.find("4294967296 bytes"), std::string::npos) << msg;
 
-  msg = input_error_of([&] { in.read_tensor("/", "rank7"); });
+  msg = error_message<InputError>([&] { in.read_tensor("/", "rank7"); });
   EXPECT_NE(msg.find("/rank7"), std::string::npos) << msg;
   EXPECT_NE(msg.find("expected rank at most 6, found rank 7"), std::string::npos) << msg;
 
@@ -271,7 +261,8 @@ TEST(Hdf5Io, ForgedHugeShapesAreRefusedBeforeAllocating) {
 
 TEST(Hdf5Io, H5dumpReadsTheFile) {
   if (std::system("command -v h5dump > /dev/null 2>&1") != 0) GTEST_SKIP() << "h5dump (hdf5-tools) not installed";
-  const std::string path = temp_path("h5dump.h5"), dump = temp_path("h5dump.txt");
+  const TempDir dir;
+  const std::string path = (dir / "h5dump.h5").string(), dump = (dir / "h5dump.txt").string();
   H5Writer out(path);
   out.write_tensor("model", "blocks.0.attn.qkv.weight", Tensor::from_vector({1.5, -2.0}, {2}));
   out.write_attr("/", "step", 7);

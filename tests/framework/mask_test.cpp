@@ -7,6 +7,7 @@
 
 #include "framework/autograd/tape.h"
 #include "framework/ops/mask.h"
+#include "support/errors.h"
 
 namespace tf {
 namespace {
@@ -28,13 +29,9 @@ TEST(CausalMask, FewerQueriesThanKeysAreTheLastPositions) {
 }
 
 TEST(CausalMask, RejectsMoreQueriesThanKeys) {
-  try {
-    ops::causal_mask(4, 2);
-    FAIL() << "expected tf::Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("causal_mask: need 0 <= t_q <= t_k"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("got t_q 4, t_k 2"), std::string::npos) << e.what();
-  }
+  const std::string message = testing::error_message([] { ops::causal_mask(4, 2); });
+  EXPECT_NE(message.find("causal_mask: need 0 <= t_q <= t_k"), std::string::npos) << message;
+  EXPECT_NE(message.find("got t_q 4, t_k 2"), std::string::npos) << message;
   EXPECT_THROW(ops::causal_mask(-1, 2), Error);
   EXPECT_THROW(ops::causal_mask(2, 2, DType::i32), Error);
 }
@@ -62,25 +59,13 @@ TEST(MaskedFill, GradientIsZeroAtFilledPositions) {
 
 TEST(MaskedFill, ErrorsNameTheShapes) {
   const Tensor x = Tensor::zeros({2, 3});
-  try {
-    ops::masked_fill(x, Tensor::zeros({4, 2, 3}), 0);
-    FAIL() << "expected tf::Error";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "masked_fill: mask (4, 2, 3) f32 would broadcast x (2, 3) f32 to a larger shape");
-  }
-  try {
-    ops::masked_fill(x, Tensor::zeros({2}), 0);
-    FAIL() << "expected tf::Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("(2, 3)"), std::string::npos) << e.what();  // broadcast_shapes' message
-    EXPECT_NE(std::string(e.what()).find("(2,)"), std::string::npos) << e.what();
-  }
-  try {
-    ops::masked_fill(x, Tensor::zeros({3}, DType::f64), 0);
-    FAIL() << "expected tf::Error";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "masked_fill: mask (3,) f64 must have the dtype of x (2, 3) f32");
-  }
+  EXPECT_EQ(testing::error_message([&] { ops::masked_fill(x, Tensor::zeros({4, 2, 3}), 0); }),
+            "masked_fill: mask (4, 2, 3) f32 would broadcast x (2, 3) f32 to a larger shape");
+  const std::string message = testing::error_message([&] { ops::masked_fill(x, Tensor::zeros({2}), 0); });
+  EXPECT_NE(message.find("(2, 3)"), std::string::npos) << message;  // broadcast_shapes' message
+  EXPECT_NE(message.find("(2,)"), std::string::npos) << message;
+  EXPECT_EQ(testing::error_message([&] { ops::masked_fill(x, Tensor::zeros({3}, DType::f64), 0); }),
+            "masked_fill: mask (3,) f64 must have the dtype of x (2, 3) f32");
 }
 
 }  // namespace

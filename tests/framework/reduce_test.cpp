@@ -8,6 +8,7 @@
 #include "framework/random.h"
 #include "framework/ops/reduce.h"
 #include "support/compare.h"
+#include "support/errors.h"
 
 namespace tf {
 namespace {
@@ -15,15 +16,7 @@ namespace {
 // [[1, 2, 3], [4, 5, 6]]
 Tensor two_by_three(DType dtype = DType::f32) { return Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, dtype); }
 
-template <class F>
-void expect_error(F&& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing \"" << fragment << "\"";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 TEST(Reduce, SumAndMeanOfEverythingAreScalars) {
   const Tensor s = ops::sum(two_by_three()), m = ops::mean(two_by_three());

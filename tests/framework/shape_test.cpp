@@ -11,6 +11,7 @@
 #include "framework/ops/reduce.h"
 #include "framework/ops/shape.h"
 #include "support/compare.h"
+#include "support/errors.h"
 
 namespace tf {
 namespace {
@@ -21,15 +22,7 @@ Tensor arange(const Shape& shape, DType dtype = DType::f32) {
   return Tensor::from_vector(values, shape, dtype);
 }
 
-template <class F>
-void expect_error(F&& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing \"" << fragment << "\"";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 TEST(Reshape, IsAViewAndInfersMinusOne) {
   const Tensor x = arange({2, 6});

@@ -9,10 +9,11 @@
 
 #include "framework/autograd/tape.h"
 #include "framework/random.h"
-#include "framework/kernels/cpu/softmax_exp.h"
+#include "framework/kernels/cpu/exp.h"
 #include "framework/kernels/mode.h"
 #include "framework/ops/softmax.h"
 #include "support/compare.h"
+#include "support/errors.h"
 
 namespace tf {
 namespace {
@@ -78,12 +79,7 @@ TEST(Softmax, MaskedEntriesGetExactlyZero) {
 }
 
 TEST(Softmax, RankZeroIsRefused) {
-  try {
-    ops::softmax(Tensor::scalar(1.0));
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("softmax: needs at least one axis, got () f32"), std::string::npos) << e.what();
-  }
+  testing::expect_error([] { ops::softmax(Tensor::scalar(1.0)); }, "softmax: needs at least one axis, got () f32");
 }
 
 TEST(ExpFast, WithinTwoUlpOfExp) {
@@ -99,7 +95,7 @@ TEST(ExpFast, WithinTwoUlpOfExp) {
   };
   check(std::bit_cast<uint32_t>(0.0f), std::bit_cast<uint32_t>(88.0f));
   check(std::bit_cast<uint32_t>(-0.0f), std::bit_cast<uint32_t>(-87.0f));
-  EXPECT_LT(worst, 2 * 0x1p-24);  // Cephes' polynomial: under 2 ulp
+  EXPECT_LT(worst, 1.5 * 0x1p-24);  // measured 1.24 * 2^-24 over every float (Note [fast exp])
   EXPECT_EQ(kernels::exp_fast(0.0f), 1.0f);
   EXPECT_EQ(kernels::exp_fast(-std::numeric_limits<float>::infinity()), 0.0f);
   EXPECT_EQ(kernels::exp_fast(-100.0f), 0.0f);

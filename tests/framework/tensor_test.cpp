@@ -9,24 +9,12 @@
 #include "framework/ops/elementwise.h"
 #include "framework/ops/matmul.h"
 #include "framework/tensor.h"
+#include "support/errors.h"
 
 namespace tf {
 namespace {
 
-// The message of the tf::Error `f` throws; fails the test when it throws nothing or something else.
-template <class F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (...) {
-    ADD_FAILURE() << "threw something other than tf::Error";
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
+using testing::error_message;
 
 ::testing::AssertionResult contains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();

@@ -16,27 +16,19 @@
 namespace tf::layers {
 namespace {
 
+using testing::permute_positions;
+using testing::random_normal;
 using tf::testing::all_close;
+using tf::testing::max_abs_diff;
 
 // B = batch, T = time, C = d_model, H = query heads, G = kv heads, D = head size.
 MultiHeadAttention make_layer(int64_t heads, int64_t kv_heads, bool causal, bool rope, uint64_t seed = 1) {
-  MultiHeadAttention::Options o;
-  o.d_model = 8;
-  o.n_heads = heads;
-  o.n_kv_heads = kv_heads;
-  o.causal = causal;
-  o.rope = rope;
   Init init{Rng(seed), DType::f64};
-  MultiHeadAttention layer(o, init);
+  MultiHeadAttention layer(testing::attention_options(heads, kv_heads, causal, rope), init);
   ParamList params;
   layer.parameters(params, "");
   testing::perturb(params, seed + 1);
   return layer;
-}
-
-Tensor random_x(const Shape& shape, uint64_t seed) {
-  Rng rng(seed);
-  return randn(shape, rng, 1.0, DType::f64);
 }
 
 // Row r of the (out, in) weight applied to x[b, t, :], plus bias[r]: one output feature of x W^T + b.
@@ -117,44 +109,26 @@ TEST(MultiHeadAttentionLayer, EqualsConcatenatedSingleHeadAttentions) {
   };
   for (const auto& c : cases) {
     const MultiHeadAttention layer = make_layer(c.heads, c.kv_heads, c.causal, c.rope);
-    const Tensor x = random_x({2, 5, 8}, 7);
+    const Tensor x = random_normal({2, 5, 8}, 7);
     const Tensor pad = c.padding ? testing::padding_2x5() : Tensor();
     // f64 throughout: the only differences are summation orders, ~1e-15.
     EXPECT_TRUE(all_close(layer.forward(x, pad, Context{}), textbook_mha(layer, x, pad), 1e-12, 1e-12)) << c.name;
   }
 }
 
-// x[:, perm[t], :] for every t: rows reordered within each sequence.
-Tensor permute_rows(const Tensor& x, const std::vector<int64_t>& perm) {
-  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
-  const std::vector<double> v = x.to_vector();
-  std::vector<double> out(v.size());
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t c = 0; c < C; ++c) out[(b * T + t) * C + c] = v[(b * T + perm[t]) * C + c];
-  return Tensor::from_vector(out, x.shape(), DType::f64);
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const std::vector<double> va = a.to_vector(), vb = b.to_vector();
-  double m = 0;
-  for (size_t i = 0; i < va.size(); ++i) m = std::max(m, std::abs(va[i] - vb[i]));
-  return m;
-}
-
 TEST(MultiHeadAttentionLayer, PermutationEquivariantWithoutPositions) {
   const std::vector<int64_t> perm = {3, 0, 4, 1, 2};
-  const Tensor x = random_x({2, 5, 8}, 7);
+  const Tensor x = random_normal({2, 5, 8}, 7);
   for (int64_t kv_heads : {0, 1}) {
     const MultiHeadAttention layer = make_layer(2, kv_heads, false, false);
     const Tensor y = layer.forward(x, Tensor(), Context{});
-    EXPECT_TRUE(all_close(layer.forward(permute_rows(x, perm), Tensor(), Context{}), permute_rows(y, perm), 0, 1e-12));
+    EXPECT_TRUE(all_close(layer.forward(permute_positions(x, perm), Tensor(), Context{}), permute_positions(y, perm), 0, 1e-12));
   }
   // Controls: a causal mask or RoPE tie outputs to positions, so the same permutation shows.
   for (auto [causal, rope] : {std::pair{true, false}, std::pair{false, true}}) {
     const MultiHeadAttention layer = make_layer(2, 0, causal, rope);
     const Tensor y = layer.forward(x, Tensor(), Context{});
-    EXPECT_GT(max_abs_diff(layer.forward(permute_rows(x, perm), Tensor(), Context{}), permute_rows(y, perm)), 1e-3)
+    EXPECT_GT(max_abs_diff(layer.forward(permute_positions(x, perm), Tensor(), Context{}), permute_positions(y, perm)), 1e-3)
         << "causal " << causal << " rope " << rope;
   }
 }
@@ -167,7 +141,7 @@ TEST(MultiHeadAttentionLayer, PermutationEquivariantWithoutPositions) {
 double relative_score(const MultiHeadAttention& layer, const Tensor& a, const Tensor& b, int64_t m, int64_t n) {
   const int64_t offset = std::min(m, n) - 1, i = m - offset, j = n - offset, T = 6;
   if (!(offset >= 0 && i < T && j < T)) throw std::logic_error("relative_score: positions too far apart");
-  Tensor x = random_x({1, T, 8}, 99);  // filler
+  Tensor x = random_normal({1, T, 8}, 99);  // filler
   std::copy(a.data<double>(), a.data<double>() + 8, x.data<double>() + i * 8);
   std::copy(b.data<double>(), b.data<double>() + 8, x.data<double>() + j * 8);
   std::vector<Tensor> weights;
@@ -180,7 +154,7 @@ double relative_score(const MultiHeadAttention& layer, const Tensor& a, const Te
 
 TEST(MultiHeadAttentionLayer, RopeScoreDependsOnlyOnRelativePosition) {
   const MultiHeadAttention rope = make_layer(1, 0, false, true);
-  const Tensor a = random_x({8}, 3), b = random_x({8}, 4);
+  const Tensor a = random_normal({8}, 3), b = random_normal({8}, 4);
   // Query after key (m - n = 2) and before it (m - n = -3), each at three absolute places.
   for (auto [m0, n0] : {std::pair<int64_t, int64_t>{3, 1}, {2, 5}}) {
     const double reference = relative_score(rope, a, b, m0, n0);
@@ -201,7 +175,7 @@ TEST(MultiHeadAttentionLayer, AttentionWeightsOnRequestChangeNothing) {
   const Tensor padding = testing::padding_2x5();
   for (auto [causal, padded] : {std::pair{true, false}, std::pair{false, true}}) {
     const MultiHeadAttention layer = make_layer(4, 2, causal, true);
-    const Tensor x = random_x({2, 5, 8}, 7);
+    const Tensor x = random_normal({2, 5, 8}, 7);
     const Tensor pad = padded ? padding : Tensor();
     const Tensor plain = layer.forward(x, pad, Context{});
     std::vector<Tensor> weights;

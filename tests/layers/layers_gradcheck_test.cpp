@@ -14,6 +14,7 @@
 namespace tf::layers {
 namespace {
 
+using testing::attention_options;
 using testing::names_of;
 using testing::perturb;
 using testing::tensors_of;
@@ -39,10 +40,7 @@ void expect_gradients(const char* what, const GradcheckFn& f, const Checked& c) 
   for (const auto& t : r.tensors) EXPECT_EQ(t.shifted, 0) << what << ": " << t.name << " sat on a kink";
 }
 
-Tensor input(const Shape& shape, uint64_t seed) {
-  Rng rng(seed);
-  return randn(shape, rng, 1.0, DType::f64).set_requires_grad();
-}
+Tensor input(const Shape& shape, uint64_t seed) { return testing::random_normal(shape, seed).set_requires_grad(); }
 
 TEST(LayerGradcheck, Linear) {
   Init init = f64_init(1);
@@ -108,23 +106,14 @@ struct AttentionCase {
 };
 
 TEST(LayerGradcheck, MultiHeadAttention) {
-  auto opts = [](int64_t heads, int64_t kv_heads, bool causal, bool rope) {
-    MultiHeadAttention::Options o;
-    o.d_model = 8;
-    o.n_heads = heads;
-    o.n_kv_heads = kv_heads;
-    o.causal = causal;
-    o.rope = rope;
-    return o;
-  };
   const AttentionCase cases[] = {
-      {"MultiHeadAttention (bidirectional)", opts(2, 0, false, false), false},
-      {"MultiHeadAttention (causal)", opts(2, 0, true, false), false},
-      {"MultiHeadAttention (key padding)", opts(2, 0, false, false), true},
-      {"MultiHeadAttention (GQA H=4 G=2, causal)", opts(4, 2, true, false), false},
-      {"MultiHeadAttention (GQA H=2 G=1, padding)", opts(2, 1, false, false), true},
-      {"MultiHeadAttention (rope, causal)", opts(2, 0, true, true), false},
-      {"MultiHeadAttention (rope, GQA, padding)", opts(4, 2, false, true), true},
+      {"MultiHeadAttention (bidirectional)", attention_options(2, 0, false, false), false},
+      {"MultiHeadAttention (causal)", attention_options(2, 0, true, false), false},
+      {"MultiHeadAttention (key padding)", attention_options(2, 0, false, false), true},
+      {"MultiHeadAttention (GQA H=4 G=2, causal)", attention_options(4, 2, true, false), false},
+      {"MultiHeadAttention (GQA H=2 G=1, padding)", attention_options(2, 1, false, false), true},
+      {"MultiHeadAttention (rope, causal)", attention_options(2, 0, true, true), false},
+      {"MultiHeadAttention (rope, GQA, padding)", attention_options(4, 2, false, true), true},
   };
   const Tensor padding = testing::padding_2x5();
   for (const auto& c : cases) {
@@ -141,12 +130,7 @@ TEST(LayerGradcheck, MultiHeadAttention) {
 
 TEST(LayerGradcheck, MultiHeadAttentionRopeWithPositionOffset) {
   Init init = f64_init(1);
-  MultiHeadAttention::Options o;
-  o.d_model = 8;
-  o.n_heads = 2;
-  o.causal = true;
-  o.rope = true;
-  const MultiHeadAttention layer(o, init);
+  const MultiHeadAttention layer(attention_options(2, 0, true, true), init);
   ParamList params;
   layer.parameters(params, "");
   perturb(params, 2);

@@ -58,6 +58,23 @@ inline std::vector<std::string> names_of(const ParamList& params) {
   return out;
 }
 
+// Options of the small (C = 8) attention layer the layer tests use; kv_heads 0 means heads.
+inline MultiHeadAttention::Options attention_options(int64_t heads, int64_t kv_heads, bool causal, bool rope) {
+  MultiHeadAttention::Options o;
+  o.d_model = 8;
+  o.n_heads = heads;
+  o.n_kv_heads = kv_heads;
+  o.causal = causal;
+  o.rope = rope;
+  return o;
+}
+
+// (shape) f64 values drawn from N(0, 1) by a generator of their own.
+inline Tensor random_normal(const Shape& shape, uint64_t seed) {
+  Rng rng(seed);
+  return randn(shape, rng, 1.0, DType::f64);
+}
+
 // (shape) i32 ids uniform in [0, vocab).
 inline Tensor random_ids(const Shape& shape, int64_t vocab, uint64_t seed) {
   Rng rng(seed);
@@ -71,6 +88,17 @@ inline Tensor ignore_positions(const Tensor& ids, const std::vector<int64_t>& fl
   std::vector<int32_t> v(ids.data<int32_t>(), ids.data<int32_t>() + ids.numel());
   for (int64_t i : flat) v[i] = -100;
   return Tensor::from_ids(v, ids.shape());
+}
+
+// (B, T, C) f64: x[:, perm[t], :] at every t, positions reordered within each sequence.
+inline Tensor permute_positions(const Tensor& x, const std::vector<int64_t>& perm) {
+  const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
+  const std::vector<double> v = x.to_vector();
+  std::vector<double> out(v.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < C; ++c) out[(b * T + t) * C + c] = v[(b * T + perm[t]) * C + c];
+  return Tensor::from_vector(out, x.shape(), DType::f64);
 }
 
 // (2, 5) key padding for the BERT tests: entry 0 is full length, entry 1 has 3 real tokens.

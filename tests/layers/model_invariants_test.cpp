@@ -14,6 +14,7 @@ namespace {
 
 using namespace testing;
 using tf::testing::all_close;
+using tf::testing::max_abs_diff;
 
 constexpr int64_t kVocab = 11;
 
@@ -24,13 +25,6 @@ Tensor first_positions(const Tensor& logits, int64_t t) {
   std::vector<double> out;
   for (int64_t b = 0; b < B; ++b) out.insert(out.end(), v.begin() + b * T * V, v.begin() + (b * T + t) * V);
   return Tensor::from_vector(out, {B, t, V}, DType::f64);
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const std::vector<double> va = a.to_vector(), vb = b.to_vector();
-  double m = 0;
-  for (size_t i = 0; i < va.size(); ++i) m = std::max(m, std::abs(va[i] - vb[i]));
-  return m;
 }
 
 class PerPosition : public ::testing::TestWithParam<PositionEncoding> {
@@ -86,23 +80,13 @@ TEST_P(PerPosition, BertIgnoresTheContentsOfPaddedPositions) {
             1e-6);
 }
 
-// ids[:, perm[t]] and logits rows likewise.
+// ids[:, perm[t]]: permute_positions (model_fixtures.h) for token ids.
 Tensor permute_ids(const Tensor& ids, const std::vector<int64_t>& perm) {
   const int64_t B = ids.dim(0), T = ids.dim(1);
   std::vector<int32_t> out(B * T);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) out[b * T + t] = ids.data<int32_t>()[b * T + perm[t]];
   return Tensor::from_ids(out, ids.shape());
-}
-
-Tensor permute_positions(const Tensor& x, const std::vector<int64_t>& perm) {
-  const int64_t B = x.dim(0), T = x.dim(1), V = x.dim(2);
-  const std::vector<double> v = x.to_vector();
-  std::vector<double> out(v.size());
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t)
-      std::copy(v.begin() + (b * T + perm[t]) * V, v.begin() + (b * T + perm[t] + 1) * V, out.begin() + (b * T + t) * V);
-  return Tensor::from_vector(out, x.shape(), DType::f64);
 }
 
 // A bidirectional model is blind to order without a position encoding (attention and every

@@ -2,7 +2,6 @@
 // bit-identical to a run that was never interrupted. Bad states are refused without harm.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <functional>
 #include <memory>
 
@@ -12,6 +11,8 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "optim/state_io.h"
+#include "support/errors.h"
+#include "support/temp_dir.h"
 
 namespace tf::optim {
 namespace {
@@ -70,7 +71,8 @@ void expect_resume_is_bit_identical(const MakeOptimizer& make, bool through_hdf5
   for (int64_t s = 0; s < 3; ++s) train_step(*opt_first, schedule, s);
   OptimizerState saved = opt_first->state();
   if (through_hdf5) {
-    const std::string path = (std::filesystem::path(::testing::TempDir()) / "optimizer_state_test.h5").string();
+    const tf::testing::TempDir dir;
+    const std::string path = (dir / "optimizer_state_test.h5").string();
     H5Writer out(path);
     save_optimizer_state(out, "/optimizer", saved);
     out.close();
@@ -132,13 +134,9 @@ TEST(OptimizerState, BadStatesAreRefusedAndLeaveTheOptimizerUnchanged) {
 
   OptimizerState wrong_shape = good;
   wrong_shape.params.at("ln_f.weight").slots.at("exp_avg") = Tensor::zeros({7, 3});
-  try {
-    opt.load_state(wrong_shape);
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("ln_f.weight"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("(7, 3)"), std::string::npos) << e.what();
-  }
+  const std::string message = tf::testing::error_message<InputError>([&] { opt.load_state(wrong_shape); });
+  EXPECT_NE(message.find("ln_f.weight"), std::string::npos) << message;
+  EXPECT_NE(message.find("(7, 3)"), std::string::npos) << message;
 
   OptimizerState missing_slot = good;
   missing_slot.params.at("ln_f.weight").slots.erase("exp_avg_sq");

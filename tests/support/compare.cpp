@@ -1,6 +1,7 @@
-// all_close for tests.
+// all_close and max_abs_diff for tests.
 #include "support/compare.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tf::testing {
@@ -23,6 +24,13 @@ namespace tf::testing {
   return ::testing::AssertionFailure() << bad << " of " << va.size() << " elements differ; worst at flat index "
                                        << worst_i << ": " << va[worst_i] << " vs " << vb[worst_i]
                                        << " (rtol " << rtol << ", atol " << atol << ")";
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<double> va = a.to_vector(), vb = b.to_vector();
+  double m = 0;
+  for (size_t i = 0; i < va.size(); ++i) m = std::max(m, std::abs(va[i] - vb[i]));
+  return m;
 }
 
 }  // namespace tf::testing

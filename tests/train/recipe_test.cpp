@@ -4,19 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "support/errors.h"
 #include "train/recipe_schema.h"
 
 namespace tf::train {
 namespace {
 
-// The InputError message of parsing `text` (as file "bad.yaml"), or "" if it parsed.
+// The InputError message of parsing `text` (as file "bad.yaml"), or "" (and a failure) if it parsed.
 std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  try {
-    parse_recipe(text, "bad.yaml", overrides);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::error_message<InputError>([&] { parse_recipe(text, "bad.yaml", overrides); });
 }
 
 TEST(Recipe, EmptyRecipeGivesDocumentedDefaults) {
@@ -99,12 +95,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(Recipe, MissingFileIsAnInputErrorNamingIt) {
-  try {
-    load_recipe("/nonexistent/recipe.yaml");
-    FAIL() << "no error";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/recipe.yaml"), std::string::npos);
-  }
+  testing::expect_error<InputError>([] { load_recipe("/nonexistent/recipe.yaml"); }, "/nonexistent/recipe.yaml");
 }
 
 TEST(Recipe, EveryKeyHasTypeAndMeaning) {

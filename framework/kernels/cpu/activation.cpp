@@ -3,13 +3,14 @@
 // Both GELU forms are rewritten so that no 1 + (something near -1) cancels for negative x:
 //   tanh: 0.5 (1 + tanh u) = sigmoid(2u), so gelu = x / (1 + exp(-2u)), and 1 - tanh^2 u = 4 s (1 - s)
 //   erf:  Phi(x) = erfc(-x / sqrt 2) / 2, taking erfc(z) = q(z) for z >= 0 from A&S 7.1.26 directly
-// so the tails keep their relative precision and each element costs one exp.
+// so the tails keep their relative precision and each element costs one exp (exp_fast, Note [fast exp]).
 #include "framework/kernels/cpu/activation.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <numbers>
+
+#include "framework/kernels/cpu/exp.h"
 
 namespace tf::kernels {
 
@@ -21,47 +22,20 @@ constexpr int64_t kParallelMin = 1 << 15;
 // Flat block size when there is no bias, so the element loop has a long vectorisable body.
 constexpr int64_t kBlock = 4096;
 
-// The clamp bounds of exp_approx, handed to it at run time rather than written as literals: GCC
-// folds a literal bound through the select into the arithmetic after it, which leaves a float op
-// on one side of a branch; under -ftrapping-math (GCC's default) it will not if-convert that, and
-// the loop stays scalar. Reading the bounds through a volatile keeps them opaque.
-struct ExpBounds {
-  float lo, hi;
-};
-ExpBounds exp_bounds() {
-  static volatile float lo = -87.0f, hi = 88.0f;  // 2^n stays a normal float for n in [-126, 127]
-  return {lo, hi};
-}
-
-// exp(x) in float with only arithmetic, so it vectorises: x = n ln2 + r with |r| <= ln2 / 2,
-// exp(r) by its Taylor series to degree 7 (truncation error r^8 / 8! < 6e-9, under a float ulp),
-// and 2^n built from its exponent bits by a float -> int conversion (no integer SIMD needed, which
-// AVX without AVX2 lacks). x is clamped to [-87, 88]: exp(-87) ~ 1.6e-38 stands in for anything
-// smaller and exp(88) ~ 1.7e38 for anything larger, harmless where it is used here (1 / (1 + e),
-// e * poly). NaN passes through (the polynomial is NaN whatever the exponent bits become).
-inline float exp_approx(float x, ExpBounds b) {
-  x = x < b.lo ? b.lo : x;
-  x = x > b.hi ? b.hi : x;
-  // n = round(x / ln 2): adding and removing 1.5 * 2^23 rounds to an integer (|x / ln 2| < 2^22).
-  const float n = (x * std::numbers::log2e_v<float> + 12582912.0f) - 12582912.0f;
-  // ln 2 split in two (Cody & Waite) so n * ln2_hi is exact and r keeps its low bits.
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.0f / 5040 + r * (1.0f / 40320);
-  p = 1.0f / 720 + r * p;
-  p = 1.0f / 120 + r * p;
-  p = 1.0f / 24 + r * p;
-  p = 1.0f / 6 + r * p;
-  p = 0.5f + r * p;
-  p = 1.0f + r * p;
-  p = 1.0f + r * p;
-  const float bits = (n + 127.0f) * 8388608.0f;  // (n + 127) << 23, exact in float
-  return p * std::bit_cast<float>(static_cast<int32_t>(bits));
-}
-
 constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kCubic = 0.044715f;
 constexpr float kInvSqrt2 = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;  // 1 / sqrt(2 pi)
+
+// u = sqrt(2 / pi) (v + 0.044715 v^3), the argument of the tanh form's tanh.
+inline float tanh_arg(float v) { return kSqrt2OverPi * (v + kCubic * v * v * v); }
+
+// pick ? a : b, by bit masks on values already computed: GCC does not if-convert a `?:` whose arms
+// are float arithmetic (under -ftrapping-math it will not speculate them), and the loop stays scalar.
+inline float select(bool pick, float a, float b) {
+  const uint32_t mask = 0u - static_cast<uint32_t>(pick);
+  return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & mask) | (std::bit_cast<uint32_t>(b) & ~mask));
+}
 
 // erfc(z) for z >= 0 (Abramowitz & Stegun 1964, eq. 7.1.26), given e = exp(-z^2).
 inline float erfc_nonneg(float z, float e) {
@@ -71,30 +45,24 @@ inline float erfc_nonneg(float z, float e) {
   return poly * e;
 }
 
-// Phi(v) given Phi(-|v|): 1 - tail for v >= 0, tail otherwise. Written as arithmetic on a 0/1
-// select: `v >= 0 ? 1 - tail : tail` is not if-converted under -ftrapping-math (the subtraction would
-// be speculated), so the loop would stay scalar.
-inline float cdf_from_tail(float v, float tail) {
-  return tail + (v >= 0.0f ? 1.0f : 0.0f) * (1.0f - 2.0f * tail);
-}
+// Phi(v) given Phi(-|v|).
+inline float cdf_from_tail(float v, float tail) { return select(v >= 0.0f, 1.0f - tail, tail); }
 
 // One contiguous run of n elements; bias (if kBias) is indexed from the run's start.
 template <bool kBias>
 void gelu_forward_run(GeluApprox approx, const float* x, const float* bias, int64_t n, float* y) {
-  const ExpBounds eb = exp_bounds();
   if (approx == GeluApprox::tanh) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const float v = kBias ? x[i] + bias[i] : x[i];
-      const float u = kSqrt2OverPi * (v + kCubic * v * v * v);
-      y[i] = v / (1.0f + exp_approx(-2.0f * u, eb));
+      y[i] = v / (1.0f + exp_fast(-2.0f * tanh_arg(v)));  // exp is +inf below v ~ -10: v / inf = 0
     }
   } else {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const float v = kBias ? x[i] + bias[i] : x[i];
       const float z = std::abs(v) * kInvSqrt2;
-      const float half_tail = 0.5f * erfc_nonneg(z, exp_approx(-z * z, eb));  // Phi(-|v|)
+      const float half_tail = 0.5f * erfc_nonneg(z, exp_fast(-z * z));  // Phi(-|v|)
       y[i] = v * cdf_from_tail(v, half_tail);
     }
   }
@@ -103,24 +71,26 @@ void gelu_forward_run(GeluApprox approx, const float* x, const float* bias, int6
 template <bool kBias>
 void gelu_backward_run(GeluApprox approx, const float* x, const float* bias, const float* dy, int64_t n,
                        float* dx) {
-  const ExpBounds eb = exp_bounds();
   if (approx == GeluApprox::tanh) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const float v = kBias ? x[i] + bias[i] : x[i];
-      const float u = kSqrt2OverPi * (v + kCubic * v * v * v);
-      const float e = exp_approx(-2.0f * u, eb);
-      const float s = 1.0f / (1.0f + e);  // 0.5 (1 + tanh u)
-      const float one_minus_s = e * s;     // not 1 - s, which cancels as s -> 1
+      const float u = tanh_arg(v);
+      // s = sigmoid(2u) = 0.5 (1 + tanh u) and 1 - s from e = exp(-2|u|) <= 1: the larger of the two is
+      // 1 / (1 + e), the smaller e / (1 + e), so 1 - s never cancels as s -> 1, and nothing overflows
+      // (exp(-2u) would be +inf for v < -10, making e s = inf * 0).
+      const float e = exp_fast(-2.0f * std::abs(u));
+      const float larger = 1.0f / (1.0f + e), smaller = e * larger;
+      const float s = select(u >= 0.0f, larger, smaller);
       const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
-      dx[i] = dy[i] * (s + 2.0f * v * s * one_minus_s * du);
+      dx[i] = dy[i] * (s + 2.0f * v * larger * smaller * du);  // s (1 - s) = larger * smaller
     }
   } else {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const float v = kBias ? x[i] + bias[i] : x[i];
       const float z = std::abs(v) * kInvSqrt2;
-      const float e = exp_approx(-z * z, eb);  // exp(-v^2 / 2): also the Gaussian density's kernel
+      const float e = exp_fast(-z * z);  // exp(-v^2 / 2): also the Gaussian density's kernel
       const float half_tail = 0.5f * erfc_nonneg(z, e);
       const float cdf = cdf_from_tail(v, half_tail);
       dx[i] = dy[i] * (cdf + v * e * kInvSqrt2Pi);

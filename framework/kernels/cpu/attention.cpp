@@ -4,10 +4,10 @@
 #include "framework/kernels/cpu/attention.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "framework/kernels/cpu/softmax.h"
 #include "framework/kernels/matmul.h"
 
 namespace tf::kernels {
@@ -50,28 +50,6 @@ inline Row row_of(const AttentionDims& d, int64_t r) { return {r / (d.heads * d.
 // Keeps the OpenMP fork out of tiny problems (decoding one token, unit tests).
 bool parallel_worth_it(const AttentionDims& d) { return d.batch * d.heads * d.q_len * d.kv_len > 4096; }
 
-// exp(x) for x <= 88, vectorisable (libm's expf is not, without -ffast-math): x = n ln2 + r with
-// |r| <= ln2 / 2, exp(r) by its Taylor series to r^7 (truncation error 0.35^8 / 8! = 5e-9, below
-// float's 6e-8), times 2^n built in the exponent bits. Inputs below -87.3 (2^-126, the smallest
-// normal float), -inf included, give exactly 0, so masked keys get probability exactly 0.
-inline float exp_nonpositive(float x) {
-  const float clamped = x < -87.3f ? -87.3f : (x > 88.0f ? 88.0f : x);
-  const float n = (clamped * 1.44269504f + 12582912.0f) - 12582912.0f;  // round(x / ln2) (1.5 * 2^23 trick)
-  const float r = (clamped - n * 0.693145752f) - n * 1.42860677e-6f;   // ln2 split in two for exactness
-  float poly = 1.0f / 5040;
-  poly = poly * r + 1.0f / 720;
-  poly = poly * r + 1.0f / 120;
-  poly = poly * r + 1.0f / 24;
-  poly = poly * r + 1.0f / 6;
-  poly = poly * r + 0.5f;
-  poly = poly * r + 1.0f;
-  poly = poly * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float two_n;
-  std::memcpy(&two_n, &bits, sizeof two_n);
-  return x < -87.3f ? 0.0f : poly * two_n;
-}
-
 // Scales raw scores q.k of query row (b, i) and sets masked ones to -inf (Note [attention masks]):
 // first the position run [key_begin, key_end), then the per-key padding. Returns the row's max.
 float mask_and_scale_row(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t i, float* s) {
@@ -84,22 +62,7 @@ float mask_and_scale_row(const AttentionDims& d, const AttentionMask& mask, int6
     const uint8_t* keep = mask.key_keep + b * d.kv_len;
     for (int64_t j = begin; j < end; ++j) s[j] = keep[j] ? s[j] : kNegInf;
   }
-  float max = kNegInf;
-#pragma omp simd reduction(max : max)
-  for (int64_t j = 0; j < d.kv_len; ++j) max = s[j] > max ? s[j] : max;
-  return max;
-}
-
-// s[j] = exp(s[j] - shift); returns the sum. shift is the row max (forward) or its log-sum-exp
-// (backward), so every argument is <= 0 up to rounding.
-float exp_row(float* s, int64_t n, float shift) {
-  float sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] = exp_nonpositive(s[j] - shift);
-    sum += s[j];
-  }
-  return sum;
+  return row_max(s, d.kv_len);
 }
 
 // s[j] *= the dropout keep factor of P's element row * T_k + j (kernels/reference/attention.h).
@@ -126,7 +89,7 @@ void attention_forward_fast(const AttentionDims& d, const AttentionMask& mask, c
       for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
       lse[r] = kNegInf;
     } else {
-      const float sum = exp_row(s, d.kv_len, max), inv = 1.0f / sum;
+      const float sum = exp_shifted(s, max, d.kv_len, s), inv = 1.0f / sum;  // masked keys: exp(-inf) = 0
       for (int64_t j = 0; j < d.kv_len; ++j) s[j] *= inv;
       lse[r] = max + std::log(sum);
     }
@@ -157,7 +120,7 @@ void attention_backward_fast(const AttentionDims& d, const AttentionMask& mask, 
       for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
     } else {
       mask_and_scale_row(d, mask, row.b, row.i, s);
-      exp_row(s, d.kv_len, lse[r]);
+      exp_shifted(s, lse[r], d.kv_len, s);
     }
     if (d.dropout > 0) {
       float* sd = ds + r * d.kv_len;  // (T_k)

@@ -2,10 +2,8 @@
 #include "framework/kernels/cpu/cross_entropy.h"
 
 #include <cmath>
-#include <limits>
 
 #include "framework/kernels/cpu/softmax.h"
-#include "framework/kernels/cpu/softmax_exp.h"
 
 namespace tf::kernels {
 
@@ -17,13 +15,8 @@ CrossEntropySums cross_entropy_forward_fast(const CrossEntropyDims& d, const flo
   for (int64_t r = 0; r < d.rows; ++r) {
     if (targets[r] == d.ignore_index) continue;
     const float* x = logits + r * d.classes;  // (classes,)
-    float m = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : m)
-    for (int64_t j = 0; j < d.classes; ++j) m = x[j] > m ? x[j] : m;
-    float total = 0;
-#pragma omp simd reduction(+ : total)
-    for (int64_t j = 0; j < d.classes; ++j) total += exp_fast(x[j] - m);
-    const float log_total = std::log(total);
+    const float m = row_max(x, d.classes);
+    const float log_total = std::log(sum_exp_shifted(x, m, d.classes));
     log_sum_exp[r] = m + log_total;
     loss += static_cast<double>(log_total) - (x[targets[r]] - m);
     ++count;

@@ -4,33 +4,8 @@
 #include "framework/kernels/cpu/softmax.h"
 
 #include <cmath>
-#include <limits>
-
-#include "framework/kernels/cpu/softmax_exp.h"
 
 namespace tf::kernels {
-
-namespace {
-
-inline float row_max(const float* x, int64_t cols) {
-  float m = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < cols; ++j) m = x[j] > m ? x[j] : m;
-  return m;
-}
-
-// Writes exp(x - m) into out and returns its sum.
-inline float exp_shifted(const float* x, float m, int64_t cols, float* out) {
-  float total = 0;
-#pragma omp simd reduction(+ : total)
-  for (int64_t j = 0; j < cols; ++j) {
-    out[j] = exp_fast(x[j] - m);
-    total += out[j];
-  }
-  return total;
-}
-
-}  // namespace
 
 void softmax_forward_fast(int64_t rows, int64_t cols, const float* x, float* probs) {
 #pragma omp parallel for schedule(static) if (worth_threads(rows, cols))
@@ -63,10 +38,8 @@ void log_softmax_forward_fast(int64_t rows, int64_t cols, const float* x, float*
     const float* xr = x + r * cols;
     float* lp = logprobs + r * cols;
     const float m = row_max(xr, cols);
-    float total = 0;
-#pragma omp simd reduction(+ : total)
-    for (int64_t j = 0; j < cols; ++j) total += exp_fast(xr[j] - m);
-    const float log_total = std::log(total);  // (x - m) - log(total): see the reference kernel
+    // (x - m) - log(total), not x - (m + log(total)): see the reference kernel.
+    const float log_total = std::log(sum_exp_shifted(xr, m, cols));
 #pragma omp simd
     for (int64_t j = 0; j < cols; ++j) lp[j] = (xr[j] - m) - log_total;
   }

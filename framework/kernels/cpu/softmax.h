@@ -5,6 +5,9 @@
 // 250 ms (exp_fast runs at 0.42 ns per element, std::exp at 3.6 ns).
 #pragma once
 #include <cstdint>
+#include <limits>
+
+#include "framework/kernels/cpu/exp.h"
 
 namespace tf::kernels {
 
@@ -16,5 +19,35 @@ void log_softmax_backward_fast(int64_t rows, int64_t cols, const float* logprobs
 
 // Whether a row loop is big enough (64K elements in all) for an OpenMP parallel region to pay off.
 inline bool worth_threads(int64_t rows, int64_t cols) { return rows > 1 && rows * cols >= (1 << 16); }
+
+// Row loops shared with the cross-entropy and attention kernels, inline so that each vectorises
+// where it is called. A row's sums are float SIMD reductions (8 or 16 partial sums).
+
+// max_j x[j]; -inf for an empty row or one masked entirely with -inf.
+inline float row_max(const float* x, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+
+// out[j] = exp(x[j] - shift); returns sum_j out[j]. out may be x.
+inline float exp_shifted(const float* x, float shift, int64_t n, float* out) {
+  float total = 0;
+#pragma omp simd reduction(+ : total)
+  for (int64_t j = 0; j < n; ++j) {
+    out[j] = exp_fast(x[j] - shift);
+    total += out[j];
+  }
+  return total;
+}
+
+// sum_j exp(x[j] - shift): with shift = max_j x[j], the sum inside a log-sum-exp.
+inline float sum_exp_shifted(const float* x, float shift, int64_t n) {
+  float total = 0;
+#pragma omp simd reduction(+ : total)
+  for (int64_t j = 0; j < n; ++j) total += exp_fast(x[j] - shift);
+  return total;
+}
 
 }  // namespace tf::kernels

@@ -2,7 +2,8 @@
 #include "framework/kernels/reference/cross_entropy.h"
 
 #include <cmath>
-#include <limits>
+
+#include "framework/kernels/reference/softmax.h"
 
 namespace tf::kernels {
 
@@ -13,10 +14,7 @@ CrossEntropySums cross_entropy_forward_reference(const CrossEntropyDims& d, cons
   for (int64_t r = 0; r < d.rows; ++r) {
     if (targets[r] == d.ignore_index) continue;
     const T* x = logits + r * d.classes;  // (classes,)
-    double m = -std::numeric_limits<double>::infinity();
-    for (int64_t j = 0; j < d.classes; ++j) m = x[j] > m ? x[j] : m;
-    double total = 0;
-    for (int64_t j = 0; j < d.classes; ++j) total += std::exp(x[j] - m);
+    const auto [m, total] = row_exp_sum(x, d.classes);
     const double log_total = std::log(total);
     log_sum_exp[r] = static_cast<T>(m + log_total);
     sums.loss += log_total - (x[targets[r]] - m);  // the shifted form keeps log_total's precision

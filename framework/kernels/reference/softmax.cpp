@@ -2,29 +2,15 @@
 #include "framework/kernels/reference/softmax.h"
 
 #include <cmath>
-#include <limits>
 
 namespace tf::kernels {
-
-namespace {
-
-template <class T>
-double row_max(const T* x, int64_t cols) {
-  double m = -std::numeric_limits<double>::infinity();
-  for (int64_t j = 0; j < cols; ++j) m = x[j] > m ? x[j] : m;
-  return m;
-}
-
-}  // namespace
 
 template <class T>
 void softmax_forward_reference(int64_t rows, int64_t cols, const T* x, T* probs) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     T* pr = probs + r * cols;
-    const double m = row_max(xr, cols);
-    double total = 0;
-    for (int64_t j = 0; j < cols; ++j) total += std::exp(xr[j] - m);
+    const auto [m, total] = row_exp_sum(xr, cols);
     for (int64_t j = 0; j < cols; ++j) pr[j] = static_cast<T>(std::exp(xr[j] - m) / total);
   }
 }
@@ -44,9 +30,7 @@ template <class T>
 void log_softmax_forward_reference(int64_t rows, int64_t cols, const T* x, T* logprobs) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
-    const double m = row_max(xr, cols);
-    double total = 0;
-    for (int64_t j = 0; j < cols; ++j) total += std::exp(xr[j] - m);
+    const auto [m, total] = row_exp_sum(xr, cols);
     // (x - m) - log(total), not x - (m + log(total)): for large |m| the latter rounds log(total) away.
     const double log_total = std::log(total);
     for (int64_t j = 0; j < cols; ++j) logprobs[r * cols + j] = static_cast<T>((xr[j] - m) - log_total);

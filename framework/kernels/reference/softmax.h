@@ -6,9 +6,25 @@
 // Subtracting the row maximum changes nothing mathematically and keeps every exp in (0, 1], so
 // nothing overflows. A row of all -inf has no maximum to subtract: it comes out NaN, as in PyTorch.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace tf::kernels {
+
+// A row's maximum m and sum_j exp(x[j] - m), in double: the stable log-sum-exp is m + log(total).
+// Shared by the softmax, log-softmax and cross-entropy reference kernels.
+struct RowExpSum {
+  double max, total;
+};
+template <class T>
+RowExpSum row_exp_sum(const T* x, int64_t cols) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < cols; ++j) m = x[j] > m ? x[j] : m;
+  double total = 0;
+  for (int64_t j = 0; j < cols; ++j) total += std::exp(x[j] - m);
+  return {m, total};
+}
 
 template <class T>
 void softmax_forward_reference(int64_t rows, int64_t cols, const T* x, T* probs);
