@@ -13,9 +13,12 @@ class TempDir {
  public:
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            (std::string("tapeformer_") + info->test_suite_name() + "_" + info->name() + "_" +
-             std::to_string(::getpid()));
+    // Parameterised test names contain '/': flatten them so the folder is one level deep.
+    std::string name = std::string("tapeformer_") + info->test_suite_name() + "_" + info->name() + "_" +
+                       std::to_string(::getpid());
+    for (char& c : name)
+      if (c == '/') c = '_';
+    path_ = std::filesystem::temp_directory_path() / name;
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }

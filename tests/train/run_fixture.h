@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "data/temp_dir.h"
+#include "support/temp_dir.h"
 #include "train/recipe.h"
 
 namespace tf::testing {
@@ -53,29 +53,7 @@ inline std::string english_text(size_t bytes, uint64_t seed = 7) {
   return text;
 }
 
-// A fresh temporary folder per test, removed afterwards, named after the test with '/' (from
-// parameterised test names) replaced so that it is one folder under the temporary directory.
-class RunTempDir {
- public:
-  RunTempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string("tapeformer_") + info->test_suite_name() + "_" + info->name() + "_" +
-                       std::to_string(::getpid());
-    for (char& c : name)
-      if (c == '/') c = '_';
-    path_ = std::filesystem::temp_directory_path() / name;
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~RunTempDir() { std::filesystem::remove_all(path_); }
-  RunTempDir(const RunTempDir&) = delete;
-  RunTempDir& operator=(const RunTempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using RunTempDir = tf::testing::TempDir;
 
 inline std::string source_path(const std::string& relative) {
   return std::string(TAPEFORMER_SOURCE_DIR) + "/" + relative;
