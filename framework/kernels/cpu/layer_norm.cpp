@@ -30,18 +30,19 @@ void normalize_row(const float* x, const float* weight, const float* bias, int64
 
 void layer_norm_forward_fast(const float* x, const float* weight, const float* bias, int64_t rows,
                              int64_t channels, double eps, float* y, float* mean, float* rstd) {
-  const float inv_c = 1.0f / static_cast<float>(channels), eps_f = static_cast<float>(eps);
 #pragma omp parallel for schedule(static) if (rows * channels >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * channels;  // (C)
-    float sum = 0;
+    // Row sums accumulate in double, so the statistics do not depend on how the compiler splits
+    // the reduction (a sequential float sum of C values has error ~C ulp; seen under ASan builds).
+    double sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t c = 0; c < channels; ++c) sum += xr[c];
-    const float m = sum * inv_c;
-    float sq = 0;
+    const float m = static_cast<float>(sum / channels);
+    double sq = 0;
 #pragma omp simd reduction(+ : sq)
-    for (int64_t c = 0; c < channels; ++c) sq += (xr[c] - m) * (xr[c] - m);
-    const float s = 1.0f / std::sqrt(sq * inv_c + eps_f);
+    for (int64_t c = 0; c < channels; ++c) sq += static_cast<double>(xr[c] - m) * (xr[c] - m);
+    const float s = static_cast<float>(1.0 / std::sqrt(sq / channels + eps));
     float* yr = y + r * channels;
     if (weight && bias)
       normalize_row<true, true>(xr, weight, bias, channels, m, s, yr);
@@ -59,7 +60,6 @@ void layer_norm_forward_fast(const float* x, const float* weight, const float* b
 void layer_norm_backward_fast(const float* dy, const float* x, const float* weight, const float* mean,
                               const float* rstd, int64_t rows, int64_t channels, float* dx, float* dweight,
                               float* dbias) {
-  const float inv_c = 1.0f / static_cast<float>(channels);
   const bool params = dweight || dbias;
   const bool parallel = rows * channels >= kParallelMin;
   const int max_threads = parallel ? omp_get_max_threads() : 1;
@@ -78,14 +78,15 @@ void layer_norm_backward_fast(const float* dy, const float* x, const float* weig
       const float* xr = x + r * channels;    // (C)
       const float* dyr = dy + r * channels;  // (C)
       const float m = mean[r], s = rstd[r];
-      float sum_g = 0, sum_gxhat = 0;
+      double sum_g = 0, sum_gxhat = 0;  // in double, as in the forward
 #pragma omp simd reduction(+ : sum_g, sum_gxhat)
       for (int64_t c = 0; c < channels; ++c) {
         const float g = weight ? dyr[c] * weight[c] : dyr[c];
         sum_g += g;
         sum_gxhat += g * ((xr[c] - m) * s);
       }
-      const float mean_g = sum_g * inv_c, mean_gxhat = sum_gxhat * inv_c;
+      const float mean_g = static_cast<float>(sum_g / channels),
+                  mean_gxhat = static_cast<float>(sum_gxhat / channels);
       if (dx) {
         float* dxr = dx + r * channels;
 #pragma omp simd
