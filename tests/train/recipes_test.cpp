@@ -23,14 +23,7 @@ std::vector<fs::path> shipped_recipes() {
   return out;
 }
 
-class CwdGuard {
- public:
-  explicit CwdGuard(const fs::path& dir) : previous_(fs::current_path()) { fs::current_path(dir); }
-  ~CwdGuard() { fs::current_path(previous_); }
-
- private:
-  fs::path previous_;
-};
+using tf::testing::CwdGuard;
 
 TEST(Recipes, EveryShippedRecipeParsesAndDryRuns) {
   const std::vector<fs::path> recipes = shipped_recipes();

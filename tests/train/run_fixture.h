@@ -55,6 +55,20 @@ inline std::string english_text(size_t bytes, uint64_t seed = 7) {
 
 using RunTempDir = tf::testing::TempDir;
 
+// Changes the working directory for a scope and restores it on exit.
+class CwdGuard {
+ public:
+  explicit CwdGuard(const std::filesystem::path& dir) : previous_(std::filesystem::current_path()) {
+    std::filesystem::current_path(dir);
+  }
+  ~CwdGuard() { std::filesystem::current_path(previous_); }
+  CwdGuard(const CwdGuard&) = delete;
+  CwdGuard& operator=(const CwdGuard&) = delete;
+
+ private:
+  std::filesystem::path previous_;
+};
+
 inline std::string source_path(const std::string& relative) {
   return std::string(TAPEFORMER_SOURCE_DIR) + "/" + relative;
 }

@@ -23,15 +23,7 @@ using tf::testing::number;
 using tf::testing::read_file;
 using tf::testing::read_metrics;
 
-// Restores the working directory on scope exit.
-class CwdGuard {
- public:
-  explicit CwdGuard(const fs::path& dir) : previous_(fs::current_path()) { fs::current_path(dir); }
-  ~CwdGuard() { fs::current_path(previous_); }
-
- private:
-  fs::path previous_;
-};
+using tf::testing::CwdGuard;
 
 class Trainer : public ::testing::Test {
  protected:
