@@ -138,7 +138,9 @@ TEST(BertLoss, NoTargetGivesZeroLossAndZeroGradients) {
   EXPECT_EQ(loss.item(), 0.0);
   if (loss.requires_grad()) tape().backward(loss);
   for (const auto& p : model.parameters())
-    if (p.tensor.grad().defined()) EXPECT_EQ(max_abs_diff(p.tensor.grad(), Tensor::zeros(p.tensor.shape(), DType::f64)), 0.0) << p.name;
+    if (p.tensor.grad().defined()) {
+      EXPECT_EQ(max_abs_diff(p.tensor.grad(), Tensor::zeros(p.tensor.shape(), DType::f64)), 0.0) << p.name;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Positions, PerPosition, ::testing::ValuesIn(kAllPositions),
