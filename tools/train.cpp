@@ -11,9 +11,16 @@ void add_train_command(CLI::App& app, int& exit_code) {
   static std::vector<std::string> overrides;
   static bool dry_run = false;
   static std::string resume;
+  static std::string profile;
   cmd->add_option("recipe", recipe_path, "Recipe file (YAML), e.g. recipes/gpt_brown_char.yaml")->required();
   cmd->add_option("--set", overrides, "Override a recipe key: --set optim.lr=3e-4 (repeatable)");
   cmd->add_flag("--dry-run", dry_run, "Validate, build the model, print the resolved recipe and costs; train nothing");
+  cmd->add_option("--profile", profile,
+                  "Print where the time went: seconds per op (forward, backward) and phase, by the wall clock "
+                  "or by process CPU time (steadier on a busy machine)")
+      ->expected(0, 1)
+      ->default_str("wall")
+      ->check(CLI::IsMember({"wall", "cpu"}));
   CLI::Option* resume_opt =
       cmd->add_option("--resume", resume, "Continue from CKPT, or from the run folder's newest checkpoint")
           ->expected(0, 1);
@@ -21,6 +28,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     const train::Recipe recipe = train::load_recipe(recipe_path, overrides);
     train::TrainOptions options;
     options.dry_run = dry_run;
+    options.profile = profile;
     if (resume_opt->count() > 0) options.resume = resume;
     train::train(recipe, options);
     exit_code = 0;

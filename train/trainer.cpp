@@ -15,6 +15,7 @@
 #include <iostream>
 #include <set>
 
+#include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
 #include "framework/ops/elementwise.h"
 #include "layers/models/gpt.h"
@@ -163,6 +164,10 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
 
   // Until the loop ends: Ctrl-C writes a checkpoint; anomaly mode checks every op.
   std::optional<LoopScope> loop_scope(std::in_place, run.recipe.train.anomaly);
+  if (!options.profile.empty()) {
+    profile::reset();
+    profile::enable(true, options.profile == "cpu" ? profile::Clock::cpu : profile::Clock::wall);
+  }
   Progress progress(out, run.recipe.train.steps, isatty(fileno(stdout)) && options.out == nullptr);
   layers::Context ctx{true, &run.dropout_rng, nullptr};
   const int64_t accum = run.recipe.train.grad_accum;
@@ -180,10 +185,16 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   while (run.step < run.recipe.train.steps) {
     const double lr = run.schedule.lr_at(run.step);
     run.optimizer->set_lr(lr);
-    run.optimizer->zero_grad();
+    {
+      profile::Scope scope("optimizer.zero_grad");
+      run.optimizer->zero_grad();
+    }
     double loss_sum = 0;
     for (int64_t micro = 0; micro < accum; ++micro) {
-      const Batch batch = batches.next();
+      const Batch batch = [&] {
+        profile::Scope scope("batches.next");
+        return batches.next();
+      }();
       Tensor loss;
       try {
         loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
@@ -200,10 +211,17 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
                    "or set train.anomaly: true to find the op");
     TF_CHECK_INPUT(all_finite_grads(run), "step ", run.step + 1,
                    ": a gradient is not finite; stopping (no checkpoint of this state is written)");
-    const double grad_norm = run.recipe.train.grad_clip > 0
-                                 ? optim::clip_grad_norm(run.optimizer->params(), run.recipe.train.grad_clip)
-                                 : optim::grad_norm(run.optimizer->params());
-    run.optimizer->step();
+    double grad_norm = 0;
+    {
+      profile::Scope scope("clip_grad_norm");
+      grad_norm = run.recipe.train.grad_clip > 0
+                      ? optim::clip_grad_norm(run.optimizer->params(), run.recipe.train.grad_clip)
+                      : optim::grad_norm(run.optimizer->params());
+    }
+    {
+      profile::Scope scope("optimizer.step");
+      run.optimizer->step();
+    }
     ++run.step;
     run.tokens_seen += tokens_per_step;
     ++summary.steps_done;
@@ -212,6 +230,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     const bool last = run.step == run.recipe.train.steps;
     double val_loss = -1;
     if (run.recipe.eval.interval > 0 && (run.step % run.recipe.eval.interval == 0 || last)) {
+      profile::Scope scope("evaluation");
       const EvalResult e = validation.run(run);
       val_loss = e.loss;
       summary.last_val_loss = e.loss;
@@ -237,6 +256,11 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   }
   loop_scope.reset();
   progress.finish();
+  if (!options.profile.empty()) {
+    profile::enable(false);
+    out << "\nprofile (" << options.profile << " clock, " << summary.steps_done << " steps; forward time of an op = time since the previous op):\n"
+        << profile::report();
+  }
   summary.final_step = run.step;
   summary.tokens_per_second = progress.tokens_per_second();
 

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "framework/autograd/profile.h"
+
 namespace tf {
 
 namespace {
@@ -48,6 +50,7 @@ void Tape::record(std::unique_ptr<Node> node) {
                node->outputs[o].at(bad), " at element ", bad, " of its output ", o, " ", node->outputs[o].shape());
     }
   }
+  if (profile::enabled()) profile::record_forward(node->op_name());
   for (Tensor& out : node->outputs) {
     TensorImpl& impl = out.impl();
     impl.requires_grad = true;
@@ -79,7 +82,13 @@ void Tape::backward(const Tensor& root, const Tensor& root_grad) {
     nodes_.pop_back();
     bool reached = false;
     for (const Tensor& out : node->outputs) reached = reached || out.impl().grad != nullptr;
-    if (reached) node->backward();
+    if (reached && profile::enabled()) {
+      const int64_t start = profile::now_ns();
+      node->backward();
+      profile::add(node->op_name(), profile::Phase::backward, 1e-9 * static_cast<double>(profile::now_ns() - start));
+    } else if (reached) {
+      node->backward();
+    }
     for (Tensor& out : node->outputs) out.impl().grad.reset();  // intermediate: no longer needed
   }
   clear();
