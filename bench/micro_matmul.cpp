@@ -18,7 +18,7 @@
 // the work was actually on a core, so the comparison survives other processes' load; with more
 // threads it would count spinning at barriers, so it is refused there.
 //
-//   build/bench/bench_micro_matmul [--rounds 15] [--seconds 0.03] [--clock wall|cpu] [--only bias]
+//   build/bench/bench_micro_matmul [--rounds 15] [--seconds 0.03] [--clock wall|cpu] [--only bias] [--config A|B]
 #include <cblas.h>
 #include <omp.h>
 #include <sys/resource.h>
@@ -166,11 +166,13 @@ int main(int argc, char** argv) {
   int rounds = 15;
   double target_seconds = 0.03;  // per contestant per round
   std::string only;
+  std::string config = "B";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--seconds")) target_seconds = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--clock")) g_cpu_clock = !std::strcmp(argv[i + 1], "cpu");
     else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];  // cases whose name contains this
+    else if (!std::strcmp(argv[i], "--config")) config = argv[i + 1];  // the model configs: A or B
   }
   if (g_cpu_clock && omp_get_max_threads() != 1) {
     std::fprintf(stderr, "--clock cpu needs OMP_NUM_THREADS=1 (with more threads it counts barrier spinning)\n");
@@ -191,16 +193,25 @@ int main(int argc, char** argv) {
               "%s clock; load average at start %s\n",
               rounds, target_seconds * 1e3, g_cpu_clock ? "process CPU" : "wall", load_average().c_str());
 
-  // B T = 2048 rows, C = 384, 3C = 1152, B H = 48, T = 256, D = 64.
-  const int64_t rows = 2048, C = 384, C3 = 1152, BH = 48, T = 256, D = 64;
+  // Config B: B T = 2048 rows, C = 384, 3C = 1152, B H = 48, T = 256, D = 64.
+  // Config A: B T = 2048 rows, C = 128, 3C = 384, B H = 64, T = 128, D = 32.
+  const bool a = config == "A";
+  const int64_t rows = 2048, C = a ? 128 : 384, C3 = 3 * C, BH = a ? 64 : 48, T = a ? 128 : 256, D = a ? 32 : 64;
+  auto shape = [](const char* pattern, auto... dims) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, pattern, static_cast<long long>(dims)...);
+    return std::string(buf);
+  };
   std::vector<Case> cases = {
-      {"linear forward  y = x W^T", "(2048, 384) . (1152, 384)^T", {1, rows, C3, C, false, true, false, false}, true},
-      {"linear forward + bias", "(2048, 384) . (1152, 384)^T + b", {1, rows, C3, C, false, true, false, false}, true,
-       true},
-      {"linear dx = dy W", "(2048, 1152) . (1152, 384)", {1, rows, C, C3, false, false, false, false}},
-      {"linear dW = dy^T x", "(2048, 1152)^T . (2048, 384)", {1, C3, C, rows, true, false, false, false}},
-      {"scores = q k^T", "48 x (256, 64) . (256, 64)^T", {BH, T, T, D, false, true, false, false}},
-      {"out = probs v", "48 x (256, 256) . (256, 64)", {BH, T, D, T, false, false, false, false}},
+      {"linear forward  y = x W^T", shape("(%lld, %lld) . (%lld, %lld)^T", rows, C, C3, C),
+       {1, rows, C3, C, false, true, false, false}, true},
+      {"linear forward + bias", shape("(%lld, %lld) . (%lld, %lld)^T + b", rows, C, C3, C),
+       {1, rows, C3, C, false, true, false, false}, true, true},
+      {"linear dx = dy W", shape("(%lld, %lld) . (%lld, %lld)", rows, C3, C3, C), {1, rows, C, C3, false, false, false, false}},
+      {"linear dW = dy^T x", shape("(%lld, %lld)^T . (%lld, %lld)", rows, C3, rows, C),
+       {1, C3, C, rows, true, false, false, false}},
+      {"scores = q k^T", shape("%lld x (%lld, %lld) . (%lld, %lld)^T", BH, T, D, T, D), {BH, T, T, D, false, true, false, false}},
+      {"out = probs v", shape("%lld x (%lld, %lld) . (%lld, %lld)", BH, T, T, T, D), {BH, T, D, T, false, false, false, false}},
   };
 
   tf::NoGradGuard no_grad;  // the framework path measured as inference: no tape

@@ -1,6 +1,8 @@
 // Tensor storage, factories and copies.
 #include "framework/tensor.h"
 
+#include "framework/storage_pool.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <algorithm>
@@ -8,23 +10,14 @@
 
 namespace tf {
 
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}
-
 const char* dtype_name(DType d) {
   static const char* names[] = {"f32", "f64", "i32"};
   return names[static_cast<int>(d)];
 }
 
-Storage::Storage(size_t n) : nbytes(n) {
-  const size_t rounded = (n + 63) / 64 * 64;  // aligned_alloc wants a multiple of the alignment
-  data = static_cast<std::byte*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded));
-  if (!data) throw std::bad_alloc();
-  ++g_allocations;
-}
-Storage::~Storage() { std::free(data); }
-uint64_t storage_allocation_count() { return g_allocations.load(); }
+Storage::Storage(size_t n) : data(storage_pool::acquire(n)), nbytes(n) {}
+Storage::~Storage() { storage_pool::release(data, nbytes); }
+uint64_t storage_allocation_count() { return storage_pool::stats().system_allocations; }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   auto impl = std::make_shared<TensorImpl>();

@@ -17,15 +17,14 @@
 
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
-#include "framework/ops/elementwise.h"
 #include "layers/models/gpt.h"
-#include "optim/clip.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/plan.h"
 #include "train/progress.h"
 #include "train/run.h"
 #include "train/sample.h"
+#include "train/step.h"
 
 namespace tf::train {
 
@@ -102,17 +101,6 @@ std::string json_number(double v) {
   return std::string(buf, end);
 }
 
-bool all_finite_grads(const Run& run) {
-  for (const auto& p : run.params) {
-    const Tensor g = p.tensor.grad();
-    if (!g.defined()) continue;
-    const float* d = g.data<float>();
-    for (int64_t i = 0, n = g.numel(); i < n; ++i)
-      if (!std::isfinite(d[i])) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 int configure_threads(int64_t requested) {
@@ -170,8 +158,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   }
   Progress progress(out, run.recipe.train.steps, isatty(fileno(stdout)) && options.out == nullptr);
   layers::Context ctx{true, &run.dropout_rng, nullptr};
-  const int64_t accum = run.recipe.train.grad_accum;
-  const int64_t tokens_per_step = accum * run.recipe.train.batch_size * run.recipe.data.seq_len;
+  const int64_t tokens_per_step = run.recipe.train.grad_accum * run.recipe.train.batch_size * run.recipe.data.seq_len;
   TrainSummary summary;
   summary.final_step = run.step;
 
@@ -184,46 +171,8 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
 
   while (run.step < run.recipe.train.steps) {
     const double lr = run.schedule.lr_at(run.step);
-    run.optimizer->set_lr(lr);
-    {
-      profile::Scope scope("optimizer.zero_grad");
-      run.optimizer->zero_grad();
-    }
-    double loss_sum = 0;
-    for (int64_t micro = 0; micro < accum; ++micro) {
-      const Batch batch = [&] {
-        profile::Scope scope("batches.next");
-        return batches.next();
-      }();
-      Tensor loss;
-      try {
-        loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
-      } catch (const Error& e) {
-        if (!anomaly_detection()) throw;
-        throw InputError(concat("step ", run.step + 1, ": ", e.what(), "; stopping (no checkpoint of this state is written)"));
-      }
-      loss_sum += loss.item();
-      backward(accum == 1 ? loss : ops::scale(loss, 1.0 / accum));
-    }
-    const double loss = loss_sum / accum;
-    TF_CHECK_INPUT(std::isfinite(loss), "step ", run.step + 1, ": the training loss is ", loss,
-                   "; stopping (no checkpoint of this state is written). Try a lower optim.lr, "
-                   "or set train.anomaly: true to find the op");
-    TF_CHECK_INPUT(all_finite_grads(run), "step ", run.step + 1,
-                   ": a gradient is not finite; stopping (no checkpoint of this state is written)");
-    double grad_norm = 0;
-    {
-      profile::Scope scope("clip_grad_norm");
-      grad_norm = run.recipe.train.grad_clip > 0
-                      ? optim::clip_grad_norm(run.optimizer->params(), run.recipe.train.grad_clip)
-                      : optim::grad_norm(run.optimizer->params());
-    }
-    {
-      profile::Scope scope("optimizer.step");
-      run.optimizer->step();
-    }
-    ++run.step;
-    run.tokens_seen += tokens_per_step;
+    const StepResult step = train_step(run, batches, ctx);
+    const double loss = step.loss, grad_norm = step.grad_norm;
     ++summary.steps_done;
     summary.last_loss = loss;
 

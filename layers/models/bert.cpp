@@ -52,6 +52,10 @@ Tensor Bert::loss(const Tensor& ids, const Tensor& targets, const Tensor& key_pa
     if (t[i] != -100) rows.push_back(static_cast<int32_t>(i)), row_targets.push_back(t[i]);
   const Tensor hidden = encode(ids, key_padding, ctx);
   if (rows.empty()) return ops::cross_entropy(mlm_logits(hidden), targets);  // 0, all ignored
+  // The count varies from batch to batch; padded up to a multiple of 32 (row 0, no target: it
+  // adds 0 to the loss and to every gradient), the head's matmuls see a few shapes only, so their
+  // primitives and buffers are reused from step to step instead of made anew.
+  while (rows.size() % 32 != 0) rows.push_back(0), row_targets.push_back(-100);
   const int64_t n = static_cast<int64_t>(rows.size());
   const Tensor flat = ops::reshape(hidden, {hidden.numel() / config_.d_model, config_.d_model});
   const Tensor picked = ops::embedding(flat, Tensor::from_ids(rows, {n}));  // (N, C)

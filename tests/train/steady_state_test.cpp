@@ -1,0 +1,75 @@
+// A warm training step allocates no tensor storage and creates no oneDNN primitive: after the
+// first steps every block comes from the storage pool (framework/storage_pool.h) and every matmul
+// from the primitive cache. GPT and BERT, with gradient accumulation, dropout and clipping on.
+#include <gtest/gtest.h>
+
+#include "framework/kernels/onednn.h"
+#include "framework/storage_pool.h"
+#include "framework/tensor.h"
+#include "train/run.h"
+#include "train/run_fixture.h"
+#include "train/step.h"
+
+namespace tf::train {
+namespace {
+
+struct Counts {
+  uint64_t storage, primitives;
+  static Counts now() { return {storage_allocation_count(), kernels::onednn_primitives_created()}; }
+};
+
+class SteadyState : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SteadyState, WarmStepsAllocateNothing) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the storage pool is bypassed under AddressSanitizer";
+#endif
+  tf::testing::TempDir tmp;
+  const auto text = tmp / "text.txt";
+  tf::testing::write_file(text, tf::testing::english_text(4000));
+  const Recipe recipe = tf::testing::tiny_recipe(GetParam(), text, tmp / "run", tmp / "cache",
+                                                 {"train.grad_accum=2", "model.dropout=0.1", "train.grad_clip=0.5"});
+  const Corpus corpus = load_corpus(recipe.data);
+  train::Run run = build_run(recipe, train_tokenizer(recipe.data, corpus.train, recipe.model.arch));
+  Batches batches(run.recipe, *run.tokenizer, tokenize(run, corpus.train), 1);
+  layers::Context ctx{true, &run.dropout_rng, nullptr};
+
+  for (int i = 0; i < 4; ++i) train_step(run, batches, ctx);  // warm-up: the pool fills, primitives are made
+  const Counts warm = Counts::now();
+  const uint64_t reuses_before = storage_pool::stats().reuses;
+  for (int i = 0; i < 3; ++i) train_step(run, batches, ctx);
+  const Counts after = Counts::now();
+  EXPECT_EQ(after.storage, warm.storage) << "tensor blocks taken from the system in 3 warm steps";
+  EXPECT_EQ(after.primitives, warm.primitives) << "oneDNN primitives created in 3 warm steps";
+  EXPECT_GT(storage_pool::stats().reuses, reuses_before + 100) << "the steps did allocate tensors: from the pool";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SteadyState, ::testing::Values("tiny_gpt", "tiny_bert"));
+
+TEST(StoragePool, ReusesFreedBlocksOfTheSameClassAndTrimReturnsThem) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the storage pool is bypassed under AddressSanitizer";
+#endif
+  storage_pool::trim();
+  const uint64_t before = storage_allocation_count();
+  const std::byte* first = nullptr;
+  {
+    const Tensor a = Tensor::empty({1000, 37});  // 148000 bytes
+    first = static_cast<const std::byte*>(a.raw_data());
+  }
+  EXPECT_EQ(storage_allocation_count(), before + 1);
+  EXPECT_GE(storage_pool::stats().idle_bytes, size_t{148000});
+  {
+    const Tensor b = Tensor::empty({37, 1001});  // 148148 bytes: the same size class (within 1/8)
+    EXPECT_EQ(static_cast<const std::byte*>(b.raw_data()), first);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.raw_data()) % 64, 0u);
+  }
+  EXPECT_EQ(storage_allocation_count(), before + 1);
+  storage_pool::trim();
+  EXPECT_EQ(storage_pool::stats().idle_bytes, 0u);
+  const Tensor c = Tensor::empty({1000, 37});
+  EXPECT_EQ(storage_allocation_count(), before + 2);
+}
+
+}  // namespace
+}  // namespace tf::train
