@@ -91,7 +91,7 @@ std::vector<double> Tensor::to_vector() const {
   return out;
 }
 
-Tensor Tensor::view(const Shape& shape) const {
+Tensor Tensor::view(const Shape& shape) const& {
   TF_CHECK(shape.numel() == numel(), "view: cannot view ", describe(), " as ", shape);
   auto v = std::make_shared<TensorImpl>();
   v->storage = impl().storage;
@@ -99,6 +99,14 @@ Tensor Tensor::view(const Shape& shape) const {
   v->shape = shape;
   v->dtype = dtype();
   return Tensor(std::move(v));
+}
+
+Tensor Tensor::view(const Shape& shape) && {
+  Tensor v = static_cast<const Tensor&>(*this).view(shape);
+  // A temporary that was the storage's only other holder: the view is now the sole owner, which
+  // lets accumulate_grad adopt a backward's freshly computed gradient instead of copying it.
+  if (impl_.use_count() == 1) impl_->storage.reset();
+  return v;
 }
 
 Tensor Tensor::clone() const {

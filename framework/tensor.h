@@ -102,7 +102,8 @@ class Tensor {
   double at(int64_t flat_index) const;  // any element, as double (slow; for tests and printing)
   std::vector<double> to_vector() const;
 
-  Tensor view(const Shape& shape) const;  // same storage, no autograd; numel must match
+  Tensor view(const Shape& shape) const&;  // same storage, no autograd; numel must match
+  Tensor view(const Shape& shape) &&;      // the same; a dying sole owner hands its storage over
   Tensor clone() const;                   // new storage, same values, no autograd history
   Tensor detach() const;                  // same storage, no gradient
   Tensor to(DType dtype) const;           // converted copy (or this tensor if already dtype)

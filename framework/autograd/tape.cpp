@@ -2,6 +2,7 @@
 #include "framework/autograd/tape.h"
 
 #include <cmath>
+#include <utility>
 
 #include "framework/autograd/profile.h"
 
@@ -97,6 +98,15 @@ void Tape::backward(const Tensor& root, const Tensor& root_grad) {
 void Tape::clear() {
   nodes_.clear();
   ++generation_;
+}
+
+void accumulate_grad(const Tensor& t, Tensor&& grad) {
+  const bool sole_owner = grad.defined() && grad.impl_ptr().use_count() == 1 &&
+                          grad.impl().storage.use_count() == 1 && grad.impl().offset == 0 && !grad.requires_grad();
+  if (!sole_owner || !t.defined() || !t.requires_grad() || t.impl().grad) return accumulate_grad(t, std::as_const(grad));
+  check_same_shape("accumulate_grad", t, grad);
+  TF_CHECK(grad.dtype() == t.dtype(), "accumulate_grad: gradient ", grad.describe(), " for ", t.describe());
+  t.impl().grad = grad.impl_ptr();
 }
 
 void accumulate_grad(const Tensor& t, const Tensor& grad) {

@@ -91,6 +91,9 @@ void record(std::unique_ptr<NodeT> node, std::vector<Tensor> outputs) {
 // The gradient rule (see the top of this file): assign on first contribution, sum afterwards.
 // Does nothing when `t` does not require grad.
 void accumulate_grad(const Tensor& t, const Tensor& grad);
+// The same for a temporary: when it is the sole owner of its whole storage (a gradient a backward
+// function has just computed), its storage becomes the gradient without a copy.
+void accumulate_grad(const Tensor& t, Tensor&& grad);
 
 // backward on this thread's tape.
 inline void backward(const Tensor& loss) { tape().backward(loss); }

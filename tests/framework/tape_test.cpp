@@ -200,5 +200,22 @@ TEST(TapeAnomaly, NamesTheFirstOpProducingNonFinite) {
   tape().clear();
 }
 
+TEST_F(TapeTest, AccumulateAdoptsASoleOwnedTemporaryAndCopiesAShared) {
+  Tensor a = Tensor::zeros({2, 3}, DType::f64).set_requires_grad();
+  Tensor g = Tensor::full({2, 3}, 1.5, DType::f64);
+  const void* storage = g.raw_data();
+  accumulate_grad(a, std::move(g).view({2, 3}));  // sole owner: adopted, no copy
+  EXPECT_EQ(a.grad().raw_data(), storage);
+
+  Tensor b = Tensor::zeros({2, 3}, DType::f64).set_requires_grad();
+  Tensor kept = Tensor::full({2, 3}, 2.0, DType::f64);
+  accumulate_grad(b, kept.view({2, 3}));  // the storage has another owner: copied
+  EXPECT_NE(b.grad().raw_data(), kept.raw_data());
+  kept.fill(7.0);
+  EXPECT_EQ(values(b.grad()), std::vector<double>(6, 2.0));
+  accumulate_grad(b, Tensor::full({2, 3}, 0.25, DType::f64));  // a second contribution is summed
+  EXPECT_EQ(values(b.grad()), std::vector<double>(6, 2.25));
+}
+
 }  // namespace
 }  // namespace tf
