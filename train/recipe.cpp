@@ -106,6 +106,8 @@ class Binder {
     if (!where_.count("model.causal")) m.causal = m.arch == layers::Architecture::gpt;
     if (!where_.count("model.pre_norm")) m.pre_norm = m.arch == layers::Architecture::gpt;
     if (!where_.count("model.gelu") && m.arch == layers::Architecture::bert) m.gelu = ops::GeluApprox::erf;
+    // A BERT samples nothing: 0, so that to_yaml() (which writes every key) parses back.
+    if (!where_.count("sample.tokens") && m.arch == layers::Architecture::bert) recipe_.sample.tokens = 0;
     try {
       m.validate();
     } catch (const InputError& e) {

@@ -30,6 +30,15 @@ TEST(Recipe, BertDefaultsFollowTheArchitecture) {
   EXPECT_EQ(r.model.gelu, ops::GeluApprox::erf);
 }
 
+// Checkpoints store to_yaml(), which writes every key; a BERT's must parse back (found by fuzzing:
+// the default sample.tokens 300 was written out and then refused as "set" for a BERT).
+TEST(Recipe, BertResolvedRecipeParsesBack) {
+  const Recipe r = parse_recipe("model:\n  arch: bert\n", "bert.yaml");
+  EXPECT_EQ(r.sample.tokens, 0);
+  const std::string yaml = r.to_yaml();
+  EXPECT_EQ(parse_recipe(yaml, "resolved.yaml").to_yaml(), yaml);
+}
+
 TEST(Recipe, OverridesApplyAfterTheFile) {
   const Recipe r = parse_recipe("optim:\n  lr: 0.01\n", "r.yaml", {"optim.lr=3e-4", "train.steps=500"});
   EXPECT_DOUBLE_EQ(r.optim.lr, 3e-4);
