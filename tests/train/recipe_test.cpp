@@ -90,6 +90,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"duplicate key", "train:\n  steps: 10\n  steps: 20\n", {}, {"bad.yaml:3:3", "train.steps", "twice", "bad.yaml:2:3"}},
         BadCase{"section is a list", "optim:\n  - lr\n", {}, {"bad.yaml:1:1", "optim", "mapping"}},
         BadCase{"value is a list", "optim:\n  lr: [1, 2]\n", {}, {"bad.yaml:2:3", "optim.lr", "a list"}},
+        BadCase{"section key is a list (fuzzing)", "? [a, b]\n: 1\n", {}, {"bad.yaml:1:", "a key must be a name, got a list"}},
+        BadCase{"key is a mapping (fuzzing)", "data:\n ? orpus: files\n", {}, {"bad.yaml:2:", "a key must be a name, got a mapping"}},
         BadCase{"YAML syntax", "model:\n  d_model: [64\n", {}, {"bad.yaml:", "YAML syntax error"}},
         BadCase{"override with bad type", "", {"optim.lr=fast"}, {"--set optim.lr=fast", "optim.lr", "number"}},
         BadCase{"override unknown key", "", {"train.step=5"}, {"--set train.step=5", "did you mean 'train.steps'"}},
