@@ -72,6 +72,9 @@ BpeTokenizer::BpeTokenizer(std::vector<Merge> merges) : merges_(std::move(merges
                    right, ") uses an id not defined before it (< ", id, ")");
     TF_CHECK_INPUT(rank_.emplace(pair_key(left, right), static_cast<int32_t>(r)).second, "BpeTokenizer: merge ", r,
                    " (", left, ", ", right, ") repeats an earlier merge");
+    TF_CHECK_INPUT(token_bytes_[left].size() + token_bytes_[right].size() <= kMaxTokenBytes, "BpeTokenizer: merge ",
+                   r, " (", left, ", ", right, ") makes a token of ", token_bytes_[left].size() + token_bytes_[right].size(),
+                   " bytes, above the limit of ", kMaxTokenBytes);
     token_bytes_.push_back(token_bytes_[left] + token_bytes_[right]);
   }
 }
@@ -116,6 +119,7 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, int32_t vocab_size, cons
   for (const auto& [key, count] : pair_count) heap.push({count, key});
 
   std::vector<Merge> merges;
+  std::vector<size_t> token_length(256, 1);  // id -> bytes, to keep tokens within kMaxTokenBytes
   std::vector<int64_t> last_visit(words.size(), -1);
   std::unordered_map<uint64_t, int64_t> delta;
   std::vector<int32_t> merged;
@@ -126,8 +130,14 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, int32_t vocab_size, cons
     if (live == pair_count.end() || live->second != top.count) continue;  // stale entry
     if (top.count < 2) break;  // merging a pair seen once learns nothing
     const int32_t left = static_cast<int32_t>(top.key >> 32), right = static_cast<int32_t>(top.key & 0xFFFFFFFFu);
+    if (token_length[left] + token_length[right] > kMaxTokenBytes) {  // never learned (see kMaxTokenBytes)
+      pair_count.erase(live);  // its heap entries go stale; a count rebuilt later is skipped here again
+      pair_words.erase(top.key);
+      continue;
+    }
     const int32_t new_id = 256 + static_cast<int32_t>(merges.size());
     merges.emplace_back(left, right);
+    token_length.push_back(token_length[left] + token_length[right]);
 
     // Rewrite each word holding the pair; count every pair it loses (-freq) and gains (+freq).
     delta.clear();

@@ -34,9 +34,14 @@ std::vector<std::string_view> pretokenize(std::string_view text);
 class BpeTokenizer : public Tokenizer {
  public:
   using Merge = std::pair<int32_t, int32_t>;  // (left id, right id)
+  // The longest token, in bytes. Merging a token with itself doubles it, so a serialised form of
+  // m merges could otherwise describe a token of 2^m bytes; with the cap a tokenizer's memory is
+  // linear in its form. Training never learns a longer token (such a pair is skipped), and
+  // from_string refuses one; natural text has no 1 KB word, so this only bounds forged input.
+  static constexpr size_t kMaxTokenBytes = 1024;
 
   // Learns merges until 256 + merges + specials.size() == vocab_size, or until no pair occurs
-  // twice. Ties between equally frequent pairs go to the smaller (left id, right id), so training
+  // twice (pairs making a token longer than kMaxTokenBytes are never merged). Ties between equally frequent pairs go to the smaller (left id, right id), so training
   // is a pure function of the text. Pair counts are updated incrementally after each merge, only
   // for the words that hold the merged pair.
   static BpeTokenizer train(std::string_view text, int32_t vocab_size, const std::vector<std::string>& specials = {});

@@ -64,8 +64,8 @@ class Binder {
     const std::set<std::string> known = sections();
     std::set<std::string> seen_sections;
     for (const auto& section : root) {
-      const std::string name = section.first.as<std::string>();
       const std::string at = mark(source_, section.first.Mark());
+      const std::string name = key_name(section.first, at);
       if (!known.count(name)) {
         std::string list;
         for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
@@ -75,8 +75,8 @@ class Binder {
       if (section.second.IsNull()) continue;
       if (!section.second.IsMap()) fail(at, "section '" + name + "' must be a mapping of keys");
       for (const auto& entry : section.second) {
-        const std::string key = name + "." + entry.first.as<std::string>();
         const std::string key_at = mark(source_, entry.first.Mark());
+        const std::string key = name + "." + key_name(entry.first, key_at);
         if (where_.count(key)) fail(key_at, "key '" + key + "' appears twice (first at " + where_[key] + ")");
         where_[key] = key_at;
         set(key, entry.second, key_at);
@@ -106,6 +106,8 @@ class Binder {
     if (!where_.count("model.causal")) m.causal = m.arch == layers::Architecture::gpt;
     if (!where_.count("model.pre_norm")) m.pre_norm = m.arch == layers::Architecture::gpt;
     if (!where_.count("model.gelu") && m.arch == layers::Architecture::bert) m.gelu = ops::GeluApprox::erf;
+    // A BERT samples nothing: 0, so that to_yaml() (which writes every key) parses back.
+    if (!where_.count("sample.tokens") && m.arch == layers::Architecture::bert) recipe_.sample.tokens = 0;
     try {
       m.validate();
     } catch (const InputError& e) {
@@ -135,6 +137,13 @@ class Binder {
  private:
   [[noreturn]] void fail(const std::string& at, const std::string& message) const {
     throw InputError(at + ": " + message);
+  }
+
+  // A mapping key must be plain text; YAML also allows a list, a mapping or nothing ("? [a]: 1",
+  // "? : 1"), which as<std::string>() would reject with a yaml-cpp exception, not an InputError.
+  std::string key_name(const YAML::Node& key, const std::string& at) const {
+    if (key.IsScalar()) return key.Scalar();
+    fail(at, std::string("a key must be a name, got ") + (key.IsNull() ? "nothing" : key.IsMap() ? "a mapping" : "a list"));
   }
 
   void check(bool ok, const std::string& key, const std::string& message) const {

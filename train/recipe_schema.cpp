@@ -167,7 +167,7 @@ std::vector<Field> make_fields() {
 
       integer("log.interval", "steps between progress updates and metrics records", REF(log.interval), 1),
 
-      integer("sample.tokens", "GPT: tokens sampled after training; 0 disables", REF(sample.tokens), 0, 1 << 20),
+      integer("sample.tokens", "GPT: tokens sampled after training; 0 disables (BERT: always 0)", REF(sample.tokens), 0, 1 << 20),
       text("sample.prompt", "GPT: text the sample continues", REF(sample.prompt)),
       number("sample.temperature", "softmax temperature; 0 is greedy", REF(sample.temperature), 0.0, 100.0),
       integer("sample.top_k", "keep the k most likely tokens; 0 keeps all", REF(sample.top_k), 0),

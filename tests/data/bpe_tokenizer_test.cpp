@@ -184,5 +184,24 @@ TEST(BpeTokenizer, SerialisedFormGivesIdenticalEncodings) {
                InputError);  // truncated
 }
 
+// Found by fuzzing: merges that each join the previous token with itself describe a token of
+// 2^m bytes in a few hundred bytes of serialised form. Tokens are capped at kMaxTokenBytes.
+TEST(BpeTokenizer, TokensAreCappedInTrainingAndInTheSerialisedForm) {
+  std::string form = "tapeformer-tokenizer bpe 1\npretokenizer gpt2-classes\nmerges 40\n97 97\n";
+  for (int r = 1; r < 40; ++r) form += std::to_string(255 + r) + " " + std::to_string(255 + r) + "\n";
+  form += "specials 0\n";
+  EXPECT_THROW(Tokenizer::from_string(form), InputError);
+
+  // A run of 5000 'a' twice: doubling merges stop at the largest power of two within the cap.
+  const std::string run(5000, 'a');
+  const BpeTokenizer tok = BpeTokenizer::train(run + " " + run, 256 + 30);
+  size_t longest = 0;
+  for (int32_t id = 256; id < 256 + static_cast<int32_t>(tok.merges().size()); ++id)
+    longest = std::max(longest, tok.token_bytes(id).size());
+  EXPECT_EQ(longest, BpeTokenizer::kMaxTokenBytes);
+  EXPECT_EQ(tok.decode(tok.encode(run)), run);
+  EXPECT_EQ(Tokenizer::from_string(tok.to_string())->encode(run), tok.encode(run));
+}
+
 }  // namespace
 }  // namespace tf::data

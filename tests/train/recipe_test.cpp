@@ -30,6 +30,15 @@ TEST(Recipe, BertDefaultsFollowTheArchitecture) {
   EXPECT_EQ(r.model.gelu, ops::GeluApprox::erf);
 }
 
+// Checkpoints store to_yaml(), which writes every key; a BERT's must parse back (found by fuzzing:
+// the default sample.tokens 300 was written out and then refused as "set" for a BERT).
+TEST(Recipe, BertResolvedRecipeParsesBack) {
+  const Recipe r = parse_recipe("model:\n  arch: bert\n", "bert.yaml");
+  EXPECT_EQ(r.sample.tokens, 0);
+  const std::string yaml = r.to_yaml();
+  EXPECT_EQ(parse_recipe(yaml, "resolved.yaml").to_yaml(), yaml);
+}
+
 TEST(Recipe, OverridesApplyAfterTheFile) {
   const Recipe r = parse_recipe("optim:\n  lr: 0.01\n", "r.yaml", {"optim.lr=3e-4", "train.steps=500"});
   EXPECT_DOUBLE_EQ(r.optim.lr, 3e-4);
@@ -81,6 +90,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"duplicate key", "train:\n  steps: 10\n  steps: 20\n", {}, {"bad.yaml:3:3", "train.steps", "twice", "bad.yaml:2:3"}},
         BadCase{"section is a list", "optim:\n  - lr\n", {}, {"bad.yaml:1:1", "optim", "mapping"}},
         BadCase{"value is a list", "optim:\n  lr: [1, 2]\n", {}, {"bad.yaml:2:3", "optim.lr", "a list"}},
+        BadCase{"section key is a list (fuzzing)", "? [a, b]\n: 1\n", {}, {"bad.yaml:1:", "a key must be a name, got a list"}},
+        BadCase{"key is a mapping (fuzzing)", "data:\n ? orpus: files\n", {}, {"bad.yaml:2:", "a key must be a name, got a mapping"}},
         BadCase{"YAML syntax", "model:\n  d_model: [64\n", {}, {"bad.yaml:", "YAML syntax error"}},
         BadCase{"override with bad type", "", {"optim.lr=fast"}, {"--set optim.lr=fast", "optim.lr", "number"}},
         BadCase{"override unknown key", "", {"train.step=5"}, {"--set train.step=5", "did you mean 'train.steps'"}},
