@@ -1,36 +1,58 @@
-// HDF5 reading and writing of named tensors, byte strings and attributes; see hdf5_io.h.
-// HDF5's C++ API throws H5::Exception; every one is translated here into a tf::Error (writing) or
-// a tf::InputError (reading: the file is user input) that names the file and the object.
+// HDF5 writing of named tensors, byte strings and attributes (see hdf5_io.h), and the internals
+// the reader shares (hdf5_io_common.h). HDF5's C++ API throws H5::Exception; every one is
+// translated into a tf::Error that names the file and the object; a file system that refuses the
+// file is an InputError (Note [writing through memory]).
 #include "framework/hdf5_io.h"
 
-#include <H5Cpp.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
 
+#include "framework/hdf5_io_common.h"
+
 namespace tf {
+
+namespace hdf5 {
 
 namespace {
 
-namespace fs = std::filesystem;
+// The innermost message of the last failed HDF5 call ("incorrect metadata checksum after all read
+// tries", "... errno = 27, error message = 'File too large'"): HDF5's C++ exceptions carry only
+// the outermost ("H5Dopen2 failed"), and by the time a catch block runs, destructors of the
+// unwound objects have called HDF5 again and cleared its error stack. So it is captured here, by
+// HDF5's automatic error handler, which HDF5 calls as the failing API function returns.
+thread_local std::string g_last_cause;
 
-// Elements a dataset may declare before we refuse it (2^31: far above any tensor we train).
-constexpr uint64_t kMaxElements = uint64_t{1} << 31;
+herr_t capture_innermost(unsigned, const H5E_error2_t* entry, void* out) {
+  if (entry->desc && *entry->desc) *static_cast<std::string*>(out) = entry->desc;
+  return 0;  // keep walking: the last entry walked downward is the innermost
+}
 
-// HDF5 prints its error stack to stderr by default; we report through exceptions instead.
-void silence_hdf5() {
+herr_t capture_error_stack(hid_t stack, void*) {
+  std::string innermost;
+  H5Ewalk2(stack, H5E_WALK_DOWNWARD, capture_innermost, &innermost);
+  if (!innermost.empty()) g_last_cause = innermost;
+  return 0;  // and print nothing: we report through exceptions
+}
+
+}  // namespace
+
+void init() {
   static const bool done = [] {
-    H5::Exception::dontPrint();
+    H5Eset_auto2(H5E_DEFAULT, capture_error_stack, nullptr);
     return true;
   }();
   (void)done;
 }
+
+void forget_cause() { g_last_cause.clear(); }
 
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
@@ -56,24 +78,22 @@ std::string join(const std::string& group, const std::string& name) {
 }
 
 std::string detail(const H5::Exception& e) {
-  const std::string func = e.getFuncName(), msg = e.getDetailMsg();
-  return func.empty() ? msg : func + ": " + msg;
+  std::string out = e.getDetailMsg();
+  if (out.empty()) out = e.getFuncName();
+  if (!g_last_cause.empty()) out += " (" + g_last_cause + ")";
+  g_last_cause.clear();
+  return out;
 }
 
-// What a dataset's stored element type is, in our vocabulary.
-enum class Stored { f32, f64, i32, u64, u8, other };
-
-Stored classify(hid_t type) {
-  const H5T_class_t cls = H5Tget_class(type);
-  const size_t size = H5Tget_size(type);
-  if (cls == H5T_FLOAT) return size == 4 ? Stored::f32 : size == 8 ? Stored::f64 : Stored::other;
-  if (cls == H5T_INTEGER) {
-    const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
-    if (is_signed && size == 4) return Stored::i32;
-    if (!is_signed && size == 8) return Stored::u64;
-    if (!is_signed && size == 1) return Stored::u8;
+bool exists(const H5::H5File& file, const std::string& path) {
+  const std::vector<std::string> parts = split_path(path);
+  std::string prefix;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    prefix += "/" + parts[i];
+    if (!file.nameExists(prefix)) return false;
+    if (i + 1 < parts.size() && file.childObjType(prefix) != H5O_TYPE_GROUP) return false;
   }
-  return Stored::other;
+  return true;  // the root, or every component was found
 }
 
 std::string describe_type(hid_t type) {
@@ -89,11 +109,6 @@ std::string describe_type(hid_t type) {
     case H5T_VLEN: return "variable-length sequence";
     default: return "unsupported type";
   }
-}
-
-const char* stored_name(Stored s) {
-  static const char* names[] = {"f32", "f64", "i32", "u64", "u8 (bytes)", "other"};
-  return names[static_cast<int>(s)];
 }
 
 const H5::PredType& file_type(DType d) {
@@ -114,9 +129,12 @@ const H5::PredType& memory_type(DType d) {
   throw Error("unknown dtype");
 }
 
-Stored stored_of(DType d) {
-  return d == DType::f32 ? Stored::f32 : d == DType::f64 ? Stored::f64 : Stored::i32;
-}
+}  // namespace hdf5
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace hdf5;
 
 H5::DataSpace space_of(const Shape& shape) {
   if (shape.rank() == 0) return H5::DataSpace(H5S_SCALAR);
@@ -124,131 +142,110 @@ H5::DataSpace space_of(const Shape& shape) {
   return H5::DataSpace(shape.rank(), dims.data());
 }
 
-// A dataset opened for reading, with its shape already checked against the limits.
-struct CheckedDataset {
-  H5::DataSet ds;
-  std::string where;  // "HDF5 file 'ckpt.h5', dataset '/model/w'", the prefix of every message
-  Stored stored = Stored::other;
-  Shape shape;
-};
-
-// Opens group/name, which must be a dataset, and classifies its stored type.
-CheckedDataset open_dataset(const H5::H5File& file, const std::string& file_path, const std::string& group,
-                            const std::string& name) {
-  CheckedDataset c;
-  const std::string path = join(group, name);
-  c.where = concat("HDF5 file '", file_path, "', dataset '", path, "'");
-  // Walk the path so that a missing intermediate group is reported as missing, not as an HDF5 error.
-  const std::vector<std::string> parts = split_path(path);
-  TF_CHECK_INPUT(!parts.empty(), c.where, ": empty dataset name");
-  std::string prefix;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    prefix += "/" + parts[i];  // its parent is known to be a group, so HDF5 can answer
-    TF_CHECK_INPUT(file.nameExists(prefix), c.where, ": not found (", i + 1 < parts.size() ? "no group" : "no member",
-                   " '", parts[i], "')");
-    const H5O_type_t kind = file.childObjType(prefix);
-    if (i + 1 < parts.size()) {
-      TF_CHECK_INPUT(kind == H5O_TYPE_GROUP, c.where, ": '", parts[i], "' is not a group");
-    } else {
-      TF_CHECK_INPUT(kind == H5O_TYPE_DATASET, c.where, ": expected a dataset, found a group");
-    }
-  }
-  c.ds = file.openDataSet(path);
-
-  c.stored = classify(c.ds.getDataType().getId());
-  return c;
-}
-
-// Checks the declared shape before anything is allocated: rank at most `max_rank`, each dimension
-// and the element count at most 2^31, and the byte count at most the file's size (our writer
-// never compresses, so honest data cannot be larger than its file). Sets c.shape.
-void check_shape(CheckedDataset& c, int max_rank, uint64_t file_size) {
-  const size_t element_size = H5Tget_size(c.ds.getDataType().getId());
-  const H5::DataSpace space = c.ds.getSpace();
-  const H5S_class_t space_class = space.getSimpleExtentType();
-  TF_CHECK_INPUT(space_class == H5S_SCALAR || space_class == H5S_SIMPLE, c.where,
-                 ": expected a scalar or an array, found an empty (null) dataspace");
-  const int rank = space_class == H5S_SCALAR ? 0 : space.getSimpleExtentNdims();
-  TF_CHECK_INPUT(rank >= 0 && rank <= max_rank, c.where, ": expected rank at most ", max_rank,
-                 ", found rank ", rank);
-  std::vector<hsize_t> dims(rank);
-  if (rank > 0) space.getSimpleExtentDims(dims.data());
-  std::string declared = "(";
-  for (int i = 0; i < rank; ++i) declared += (i ? ", " : "") + std::to_string(dims[i]);
-  declared += rank == 1 ? ",)" : ")";
-  uint64_t numel = 1;
-  for (hsize_t d : dims) {
-    TF_CHECK_INPUT(d <= kMaxElements && (d == 0 || numel <= kMaxElements / d), c.where,
-                   ": declared shape ", declared, " has more than 2^31 elements; refusing to allocate it");
-    numel *= d;
-  }
-  TF_CHECK_INPUT(numel * element_size <= file_size, c.where, ": declared shape ", declared, " of ",
-                 element_size, "-byte elements needs ", numel * element_size, " bytes but the file has only ",
-                 file_size, " (truncated or forged?)");
-  for (hsize_t d : dims) c.shape.push_back(static_cast<int64_t>(d));
-}
-
-void expect_stored(const CheckedDataset& c, Stored expected) {
-  TF_CHECK_INPUT(c.stored == expected, c.where, ": expected ", stored_name(expected), " data, found ",
-                 describe_type(c.ds.getDataType().getId()));
-}
-
-// True when a group or dataset exists at `path`; walks the path, because HDF5 fails rather than
-// answering false when an intermediate group is missing.
-bool exists(const H5::H5File& file, const std::string& path) {
-  const std::vector<std::string> parts = split_path(path);
-  std::string prefix;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    prefix += "/" + parts[i];
-    if (!file.nameExists(prefix)) return false;
-    if (i + 1 < parts.size() && file.childObjType(prefix) != H5O_TYPE_GROUP) return false;
-  }
-  return true;  // the root, or every component was found
-}
-
-// Runs f, turning HDF5's exceptions (a damaged file) into an InputError about `what`.
-template <class F>
-auto reading(const std::string& file_path, const std::string& what, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", file_path, "', ", what, ": ", detail(e)));
-  }
-}
-
-// Calls f(H5::H5Object&) on the group or dataset at `path`, which must exist.
-template <class F>
-void with_object(const H5::H5File& file, const std::string& path, F&& f) {
-  const std::string p = normalize(path);
-  if (p != "/" && exists(file, p) && file.childObjType(p) == H5O_TYPE_DATASET) {
-    H5::DataSet ds = file.openDataSet(p);
-    f(static_cast<H5::H5Object&>(ds));
-    return;
-  }
-  H5::Group g = file.openGroup(p);
-  f(static_cast<H5::H5Object&>(g));
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Writer
 
-H5Writer::H5Writer(std::string path) : path_(std::move(path)), partial_path_(path_ + ".partial") {
-  silence_hdf5();
+// Note [writing through memory]: HDF5 builds the file in memory (its "core" driver) and close()
+// writes the finished image to "<path>.partial" with plain write() calls, then fsync and rename.
+// Writing through HDF5's own file driver instead, a full disk (ENOSPC) or a file size limit
+// (EFBIG) fails inside HDF5 and leaves its file object half-closed: HDF5 1.10 then crashes when
+// it closes its open files at exit, so the program would die by SIGSEGV instead of reporting
+// the error. In memory, HDF5 never sees an I/O error, and ours name the file and the cause.
+// The image is taken from HDF5 as it closes the file, through file image callbacks that keep the
+// buffer instead of freeing it: H5Fget_file_image on the open file would copy it, and in HDF5
+// 1.10.8 returns a 1.8-format superblock whose checksum no longer matches (readers refuse it).
+// The cost: a checkpoint's image is held in memory while it is written (19 MB for a
+// 1.6M-parameter model with its Adam moments).
+struct hdf5::MemoryImage {
+  void* data = nullptr;  // (capacity) bytes from std::realloc; the file is its first image_length()
+  size_t capacity = 0;
+  bool released = false;  // HDF5 closed the file and gave the buffer up to us
+  ~MemoryImage() { std::free(data); }
+};
+
+namespace {
+
+void* image_realloc(void* ptr, size_t size, H5FD_file_image_op_t, void* udata) {
+  auto* image = static_cast<hdf5::MemoryImage*>(udata);
+  if (size == 0) {  // realloc(p, 0) need not return a usable pointer: free and say so
+    std::free(ptr);
+    image->data = nullptr;
+    image->capacity = 0;
+    return nullptr;
+  }
+  void* grown = std::realloc(ptr, size);
+  if (grown == nullptr) return nullptr;  // HDF5 reports the failure; `ptr` is still held
+  image->data = grown;
+  image->capacity = size;
+  return grown;
+}
+
+herr_t image_free(void* ptr, H5FD_file_image_op_t, void* udata) {
+  auto* image = static_cast<hdf5::MemoryImage*>(udata);
+  if (ptr == image->data) image->released = true;  // kept: ~MemoryImage frees it
+  else std::free(ptr);
+  return 0;
+}
+
+void* image_malloc(size_t size, H5FD_file_image_op_t op, void* udata) { return image_realloc(nullptr, size, op, udata); }
+void* image_memcpy(void* dst, const void* src, size_t size, H5FD_file_image_op_t, void*) {
+  return std::memcpy(dst, src, size);
+}
+void* udata_copy(void* udata) { return udata; }  // one MemoryImage, owned by the writer
+herr_t udata_free(void*) { return 0; }
+
+// The file's length: the end-of-file address in its superblock (version 2, as the 1.8 format
+// writes it: signature (8), version, offset size, length size, flags, base address (8),
+// extension address (8), end-of-file address (8), ...), which the buffer may exceed.
+size_t image_length(const hdf5::MemoryImage& image, const std::string& file) {
+  const auto* bytes = static_cast<const unsigned char*>(image.data);
+  TF_CHECK(image.released && image.capacity >= 48 && std::memcmp(bytes, "\x89HDF\r\n\x1a\n", 8) == 0 &&
+               (bytes[8] == 2 || bytes[8] == 3) && bytes[9] == 8,
+           "HDF5 file '", file, "': the in-memory image does not start with a version 2 superblock");
+  uint64_t end = 0;
+  for (int i = 7; i >= 0; --i) end = end << 8 | bytes[28 + i];
+  TF_CHECK(end <= image.capacity, "HDF5 file '", file, "': end of file ", end, " beyond the image's ",
+           image.capacity, " bytes");
+  return static_cast<size_t>(end);
+}
+
+}  // namespace
+
+H5Writer::H5Writer(std::string path)
+    : path_(std::move(path)), partial_path_(path_ + ".partial"), image_(std::make_unique<hdf5::MemoryImage>()) {
+  init();
+  // Created now, so that a folder we cannot write to fails before any work is done.
+  fd_ = ::open(partial_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  TF_CHECK_INPUT(fd_ >= 0, "cannot create '", partial_path_, "': ", std::strerror(errno));
   try {
-    file_ = std::make_unique<H5::H5File>(partial_path_, H5F_ACC_TRUNC);
+    H5::FileAccPropList access;
+    access.setCore(size_t{4} << 20, false);  // grow by 4 MiB; no backing file: see the note above
+    H5FD_file_image_callbacks_t callbacks = {image_malloc, image_memcpy, image_realloc, image_free,
+                                             udata_copy,   udata_free,   image_.get()};
+    if (H5Pset_file_image_callbacks(access.getId(), &callbacks) < 0)
+      throw H5::PropListIException("H5Pset_file_image_callbacks", "setting the file image callbacks failed");
+    // Format of HDF5 1.8, whose object headers and group indexes carry checksums: a flipped bit
+    // in a header is then refused on read instead of being read as a different shape or address.
+    access.setLibverBounds(H5F_LIBVER_V18, H5F_LIBVER_V18);
+    file_ = std::make_unique<H5::H5File>(partial_path_, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access);
   } catch (const H5::Exception& e) {
-    throw InputError(concat("cannot create HDF5 file '", partial_path_, "': ", detail(e)));
+    ::close(fd_);
+    fs::remove(partial_path_);
+    throw Error(concat("cannot create HDF5 file '", partial_path_, "' in memory: ", detail(e)));
   }
 }
 
 H5Writer::~H5Writer() {
-  if (!file_) return;
-  try {
-    file_->close();
-  } catch (...) {  // a destructor must not throw; the partial file is discarded below anyway
+  if (closed_) return;
+  if (file_) {
+    try {
+      file_->close();
+    } catch (...) {  // a destructor must not throw; the file was only in memory anyway
+    }
   }
+  if (fd_ >= 0) ::close(fd_);
   std::error_code ignored;
   fs::remove(partial_path_, ignored);
 }
@@ -334,216 +331,64 @@ void H5Writer::write_attr(const std::string& path, const std::string& key, const
 }
 
 namespace {
-void sync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  TF_CHECK_INPUT(fd >= 0, "cannot open '", path, "' to flush it to disk: ", std::strerror(errno));
+
+// Writes all `size` bytes to `fd` (the file `name`), in pieces of at most 4 MiB, retrying short
+// writes and interrupted calls.
+void write_all(int fd, const std::string& name, const char* data, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, std::min<size_t>(size - done, size_t{4} << 20));
+    if (n < 0 && errno == EINTR) continue;
+    TF_CHECK_INPUT(n > 0, "cannot write '", name, "': ", n < 0 ? std::strerror(errno) : "the write made no progress",
+                   " (", done, " of ", size, " bytes written)");
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Flushes the folder entry of a rename to disk.
+void sync_folder(const fs::path& folder) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_CLOEXEC);
+  TF_CHECK_INPUT(fd >= 0, "cannot open folder '", folder.string(), "' to flush it to disk: ", std::strerror(errno));
   const int rc = ::fsync(fd);
   const int saved = errno;
   ::close(fd);
-  TF_CHECK_INPUT(rc == 0, "cannot flush '", path, "' to disk: ", std::strerror(saved));
+  TF_CHECK_INPUT(rc == 0, "cannot flush folder '", folder.string(), "' to disk: ", std::strerror(saved));
 }
+
 }  // namespace
 
 void H5Writer::close() {
   TF_CHECK(file_, "HDF5 file '", path_, "': close() called twice");
   try {
-    file_->close();
+    file_->close();  // HDF5 hands the finished image to image_free (Note [writing through memory])
   } catch (const H5::Exception& e) {
     throw Error(concat("HDF5 file '", partial_path_, "': closing: ", detail(e)));
   }
   file_.reset();
-  // Flush the data to disk before the rename makes it visible, and the folder entry after it:
-  // otherwise a power cut could leave the new name pointing at unwritten blocks.
-  sync_path(partial_path_);
-  std::error_code ec;
-  fs::rename(partial_path_, path_, ec);
-  TF_CHECK_INPUT(!ec, "cannot move '", partial_path_, "' to '", path_, "': ", ec.message());
+  const size_t size = image_length(*image_, partial_path_);
+  // Data to disk before the rename makes it visible, and the folder entry after it: otherwise a
+  // power cut could leave the new name pointing at unwritten blocks.
+  try {
+    write_all(fd_, partial_path_, static_cast<const char*>(image_->data), size);
+    image_.reset();
+    TF_CHECK_INPUT(::fsync(fd_) == 0, "cannot flush '", partial_path_, "' to disk: ", std::strerror(errno));
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    TF_CHECK_INPUT(rc == 0, "cannot write '", partial_path_, "': ", std::strerror(errno));
+    std::error_code ec;
+    fs::rename(partial_path_, path_, ec);
+    TF_CHECK_INPUT(!ec, "cannot move '", partial_path_, "' to '", path_, "': ", ec.message());
+  } catch (const Error&) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    std::error_code ignored;
+    fs::remove(partial_path_, ignored);  // a failed write leaves nothing behind
+    closed_ = true;
+    throw;
+  }
+  closed_ = true;  // in place: nothing left for the destructor to discard
   const fs::path folder = fs::path(path_).parent_path();
-  sync_path(folder.empty() ? "." : folder.string());
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reader
-
-H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
-  silence_hdf5();
-  std::error_code ec;
-  TF_CHECK_INPUT(fs::exists(path_, ec), "cannot open HDF5 file '", path_, "': no such file");
-  TF_CHECK_INPUT(fs::is_regular_file(path_, ec), "cannot open HDF5 file '", path_, "': not a regular file");
-  file_size_ = fs::file_size(path_, ec);
-  TF_CHECK_INPUT(!ec, "cannot open HDF5 file '", path_, "': ", ec.message());
-  bool is_hdf5 = false;
-  try {
-    is_hdf5 = H5::H5File::isHdf5(path_);
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("cannot open HDF5 file '", path_, "': ", detail(e)));
-  }
-  TF_CHECK_INPUT(is_hdf5, "'", path_, "' is not an HDF5 file (no HDF5 signature found)");
-  try {
-    file_ = std::make_unique<H5::H5File>(path_, H5F_ACC_RDONLY);
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("cannot open HDF5 file '", path_, "' (truncated or damaged?): ", detail(e)));
-  }
-}
-
-H5Reader::~H5Reader() = default;
-
-bool H5Reader::has(const std::string& path) const {
-  return reading(path_, concat("looking up '", normalize(path), "'"), [&] { return exists(*file_, path); });
-}
-
-bool H5Reader::has(const std::string& group, const std::string& name) const { return has(join(group, name)); }
-
-std::vector<std::string> H5Reader::list(const std::string& group) const {
-  const std::string g = normalize(group);
-  TF_CHECK_INPUT(has(g), "HDF5 file '", path_, "': group '", g, "' not found");
-  return reading(path_, concat("listing group '", g, "'"), [&] {
-    TF_CHECK_INPUT(g == "/" || file_->childObjType(g) == H5O_TYPE_GROUP, "HDF5 file '", path_, "': '", g,
-                   "' is a dataset, expected a group");
-    const H5::Group grp = file_->openGroup(g);
-    std::vector<std::string> names;
-    for (hsize_t i = 0, n = grp.getNumObjs(); i < n; ++i) names.push_back(grp.getObjnameByIdx(i));
-    return names;
-  });
-}
-
-Tensor H5Reader::read_tensor(const std::string& group, const std::string& name,
-                             std::optional<DType> expected) const {
-  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
-    CheckedDataset c = open_dataset(*file_, path_, group, name);
-    DType dtype;
-    if (c.stored == Stored::f32) dtype = DType::f32;
-    else if (c.stored == Stored::f64) dtype = DType::f64;
-    else if (c.stored == Stored::i32) dtype = DType::i32;
-    else
-      throw InputError(concat(c.where, ": expected ", expected ? dtype_name(*expected) : "f32, f64 or i32",
-                              " data, found ", describe_type(c.ds.getDataType().getId())));
-    if (expected) expect_stored(c, stored_of(*expected));
-    check_shape(c, Shape::kMaxRank, file_size_);
-    Tensor t = Tensor::empty(c.shape, dtype);
-    if (t.numel() > 0) c.ds.read(t.raw_data(), memory_type(dtype));
-    return t;
-  });
-}
-
-void H5Reader::read_into(const std::string& group, const std::string& name, const Tensor& dst) const {
-  reading(path_, concat("dataset '", join(group, name), "'"), [&] {
-    CheckedDataset c = open_dataset(*file_, path_, group, name);
-    expect_stored(c, stored_of(dst.dtype()));
-    check_shape(c, Shape::kMaxRank, file_size_);
-    TF_CHECK_INPUT(c.shape == dst.shape(), c.where, ": expected shape ", dst.shape(), " for ", dst.describe(),
-                   ", found ", c.shape);
-    if (dst.numel() > 0) c.ds.read(dst.raw_data(), memory_type(dst.dtype()));
-  });
-}
-
-std::vector<uint64_t> H5Reader::read_u64(const std::string& group, const std::string& name) const {
-  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
-    CheckedDataset c = open_dataset(*file_, path_, group, name);
-    expect_stored(c, Stored::u64);
-    check_shape(c, 1, file_size_);
-    TF_CHECK_INPUT(c.shape.rank() == 1, c.where, ": expected a 1-D array, found a scalar");
-    std::vector<uint64_t> values(c.shape.numel());
-    if (!values.empty()) c.ds.read(values.data(), H5::PredType::NATIVE_UINT64);
-    return values;
-  });
-}
-
-std::string H5Reader::read_bytes(const std::string& group, const std::string& name) const {
-  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
-    CheckedDataset c = open_dataset(*file_, path_, group, name);
-    expect_stored(c, Stored::u8);
-    check_shape(c, 1, file_size_);
-    TF_CHECK_INPUT(c.shape.rank() == 1, c.where, ": expected a 1-D byte array, found a scalar");
-    std::string bytes(c.shape.numel(), '\0');
-    if (!bytes.empty()) c.ds.read(bytes.data(), H5::PredType::NATIVE_UINT8);
-    return bytes;
-  });
-}
-
-bool H5Reader::has_attr(const std::string& path, const std::string& key) const {
-  if (!has(path)) return false;
-  bool found = false;
-  try {
-    with_object(*file_, path, [&](H5::H5Object& obj) { found = obj.attrExists(key); });
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", path_, "', attribute '", key, "' of '", normalize(path), "': ",
-                            detail(e)));
-  }
-  return found;
-}
-
-H5Attr H5Reader::read_attr(const std::string& path, const std::string& key) const {
-  const std::string where = concat("HDF5 file '", path_, "', attribute '", key, "' of '", normalize(path), "'");
-  TF_CHECK_INPUT(has(path), where, ": '", normalize(path), "' not found");
-  H5Attr result;
-  try {
-    with_object(*file_, path, [&](H5::H5Object& obj) {
-      TF_CHECK_INPUT(obj.attrExists(key), where, ": not found");
-      const H5::Attribute attr = obj.openAttribute(key);
-      const H5::DataSpace space = attr.getSpace();
-      TF_CHECK_INPUT(space.getSimpleExtentNpoints() == 1, where, ": expected a single value, found ",
-                     space.getSimpleExtentNpoints());
-      const H5::DataType type = attr.getDataType();
-      switch (type.getClass()) {
-        case H5T_STRING: {
-          const H5::StrType str_type = attr.getStrType();
-          TF_CHECK_INPUT(str_type.isVariableStr() || str_type.getSize() <= file_size_, where,
-                         ": declared string length ", str_type.getSize(), " exceeds the file size");
-          std::string s;
-          attr.read(str_type, s);
-          result = std::move(s);
-          break;
-        }
-        case H5T_INTEGER: {
-          int64_t i = 0;
-          attr.read(H5::PredType::NATIVE_INT64, &i);
-          result = i;
-          break;
-        }
-        case H5T_FLOAT: {
-          double d = 0;
-          attr.read(H5::PredType::NATIVE_DOUBLE, &d);
-          result = d;
-          break;
-        }
-        default:
-          throw InputError(concat(where, ": expected a string, integer or float, found ",
-                                  describe_type(type.getId())));
-      }
-    });
-  } catch (const H5::Exception& e) {
-    throw InputError(concat(where, ": ", detail(e)));
-  }
-  return result;
-}
-
-namespace {
-const char* attr_kind(const H5Attr& a) {
-  return std::holds_alternative<std::string>(a) ? "a string" : std::holds_alternative<int64_t>(a) ? "an integer" : "a float";
-}
-}  // namespace
-
-std::string H5Reader::read_attr_string(const std::string& path, const std::string& key) const {
-  const H5Attr a = read_attr(path, key);
-  TF_CHECK_INPUT(std::holds_alternative<std::string>(a), "HDF5 file '", path_, "', attribute '", key, "' of '",
-                 normalize(path), "': expected a string, found ", attr_kind(a));
-  return std::get<std::string>(a);
-}
-
-int64_t H5Reader::read_attr_int(const std::string& path, const std::string& key) const {
-  const H5Attr a = read_attr(path, key);
-  TF_CHECK_INPUT(std::holds_alternative<int64_t>(a), "HDF5 file '", path_, "', attribute '", key, "' of '",
-                 normalize(path), "': expected an integer, found ", attr_kind(a));
-  return std::get<int64_t>(a);
-}
-
-double H5Reader::read_attr_double(const std::string& path, const std::string& key) const {
-  const H5Attr a = read_attr(path, key);
-  if (const auto* i = std::get_if<int64_t>(&a)) return static_cast<double>(*i);
-  TF_CHECK_INPUT(std::holds_alternative<double>(a), "HDF5 file '", path_, "', attribute '", key, "' of '",
-                 normalize(path), "': expected a number, found ", attr_kind(a));
-  return std::get<double>(a);
+  sync_folder(folder.empty() ? fs::path(".") : folder);
 }
 
 }  // namespace tf

@@ -11,13 +11,19 @@
 // scalar variable-length UTF-8 string, STD_I64LE or IEEE_F64LE. A 0-d tensor is a scalar dataspace.
 //
 // Reading treats the file as untrusted: rank, every dimension, the element count (at most 2^31)
-// and the byte count (at most the file's size: we never compress) are checked before anything is
-// allocated, and the stored type must be the one expected (no silent conversion). Every failure
-// is a tf::InputError naming the file, the dataset and what was expected versus found.
+// and the byte count (at most the file's size: we never compress; a byte string at most the
+// caller's cap) are checked before anything is allocated, and so is a string attribute's length
+// (at most 64 KiB). The stored type must be the one expected (no silent conversion; an integer
+// attribute must fit an int64). Every failure is a tf::InputError naming the file, the dataset or
+// attribute and what was expected versus found, with HDF5's innermost reason for a damaged file.
 //
-// Writing is atomic: H5Writer writes to "<path>.partial" and close() renames it onto `path`, so a
-// crash mid-checkpoint never leaves a truncated file under the final name. If the writer is
-// destroyed without close() (an exception unwound it), the partial file is deleted.
+// Writing is atomic: H5Writer builds the file in memory and close() writes it to
+// "<path>.partial", flushes it to disk and renames it onto `path`, so a crash mid-checkpoint never
+// leaves a truncated file under the final name. If the writer is destroyed without close() (an
+// exception unwound it), the partial file is deleted. Files use the HDF5 1.8 format, whose
+// metadata (object headers, group indexes) carries checksums; raw data does not. A failure to
+// create, write, flush or rename the file (full disk, file size limit, permissions) is an
+// InputError naming the file and the system's reason, and the partial file is deleted.
 //
 // Debian's HDF5 is the serial, non-thread-safe build: use these classes from one thread at a time.
 //
@@ -43,6 +49,10 @@ class H5File;
 }  // namespace H5
 
 namespace tf {
+
+namespace hdf5 {
+struct MemoryImage;
+}  // namespace hdf5
 
 using H5Attr = std::variant<std::string, int64_t, double>;
 
@@ -80,7 +90,10 @@ class H5Writer {
 
  private:
   std::string path_, partial_path_;
+  std::unique_ptr<hdf5::MemoryImage> image_;  // the file's bytes, built in memory until close()
   std::unique_ptr<H5::H5File> file_;
+  int fd_ = -1;                        // the open "<path>.partial"
+  bool closed_ = false;                // close() succeeded: the file is in place
 };
 
 class H5Reader {
@@ -102,7 +115,9 @@ class H5Reader {
   // Reads into `dst` (e.g. a model parameter), which fixes the expected dtype and shape.
   void read_into(const std::string& group, const std::string& name, const Tensor& dst) const;
   std::vector<uint64_t> read_u64(const std::string& group, const std::string& name) const;
-  std::string read_bytes(const std::string& group, const std::string& name) const;
+  // At most `max_bytes` (a cap for each kind of text, checked before anything is allocated).
+  std::string read_bytes(const std::string& group, const std::string& name,
+                         uint64_t max_bytes = uint64_t{1} << 30) const;
 
   bool has_attr(const std::string& path, const std::string& key) const;
   H5Attr read_attr(const std::string& path, const std::string& key) const;

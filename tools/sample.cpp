@@ -15,9 +15,9 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   static train::SampleOptions o{200, 0.8, 0, 1.0, 0};
   cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5)")->required();
   cmd->add_option("--prompt", prompt, "Text to continue")->capture_default_str();
-  cmd->add_option("--tokens", o.tokens, "Tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temperature", o.temperature, "Softmax temperature; 0 is greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-k", o.top_k, "Keep the k most likely tokens; 0 keeps all")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tokens", o.tokens, "Tokens to generate")->capture_default_str()->check(non_negative());
+  cmd->add_option("--temperature", o.temperature, "Softmax temperature; 0 is greedy")->capture_default_str()->check(non_negative());
+  cmd->add_option("--top-k", o.top_k, "Keep the k most likely tokens; 0 keeps all")->capture_default_str()->check(non_negative());
   cmd->add_option("--top-p", o.top_p, "Nucleus sampling mass in (0, 1]")->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
   cmd->callback([&exit_code] {

@@ -14,6 +14,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Caps on the stored texts, checked before they are read (a forged file may declare any size):
+// a resolved recipe is a few kilobytes; a byte-level BPE tokenizer with 50,000 merges ~1 MB.
+constexpr uint64_t kMaxRecipeBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxTokenizerBytes = uint64_t{64} << 20;
+
 std::string utc_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char buf[32];
@@ -75,9 +80,7 @@ void check_model_fits_file(const Recipe& recipe, int64_t vocab_size, const fs::p
                  at_least, " parameters, more than the file's ", file_size, " bytes can hold (damaged or forged recipe?)");
 }
 
-}  // namespace
-
-void save_checkpoint(const Run& run, const data::BatcherState& batches, const fs::path& file) {
+void write_checkpoint_file(const Run& run, const data::BatcherState& batches, const fs::path& file) {
   H5Writer out(file.string());
   out.write_attr("/", "format_version", kCheckpointFormat);
   out.write_attr("/", "step", run.step);
@@ -94,11 +97,32 @@ void save_checkpoint(const Run& run, const data::BatcherState& batches, const fs
   out.close();
 }
 
+}  // namespace
+
+void save_checkpoint(const Run& run, const data::BatcherState& batches, const fs::path& file) {
+  try {
+    write_checkpoint_file(run, batches, file);
+  } catch (const InputError& e) {  // the file system refused: say what is kept
+    const std::optional<fs::path> previous = latest_checkpoint(file.parent_path());
+    throw InputError(concat("cannot save checkpoint '", file.string(), "': ", e.what(), "; ",
+                            previous ? "the newest complete checkpoint, '" + previous->string() + "', is kept"
+                                     : std::string("no earlier checkpoint exists"),
+                            " (free space or fix the folder, then continue with --resume)"));
+  }
+}
+
+
 data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
   const H5Reader in(file.string());
   check_format(in, file);
   load_parameters(in, file, run.params);
-  run.optimizer->load_state(optim::load_optimizer_state(in, "optimizer"));
+  try {
+    run.optimizer->load_state(optim::load_optimizer_state(in, "optimizer"));
+  } catch (const InputError& e) {  // the optimizer's messages do not know the file
+    const std::string message = e.what();
+    if (message.find(file.string()) != std::string::npos) throw;
+    throw InputError(concat(file.string(), ": /optimizer: ", message));
+  }
   run.step = in.read_attr_int("/", "step");
   run.tokens_seen = in.read_attr_int("/", "tokens_seen");
   TF_CHECK_INPUT(run.step >= 0 && run.tokens_seen >= 0, file.string(), ": negative step or token count");
@@ -113,13 +137,13 @@ data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
 std::string checkpoint_recipe(const fs::path& file) {
   const H5Reader in(file.string());
   check_format(in, file);
-  return in.read_bytes("/", "recipe");
+  return in.read_bytes("/", "recipe", kMaxRecipeBytes);
 }
 
 std::string checkpoint_tokenizer(const fs::path& file) {
   const H5Reader in(file.string());
   check_format(in, file);
-  return in.read_bytes("/", "tokenizer");
+  return in.read_bytes("/", "tokenizer", kMaxTokenizerBytes);
 }
 
 LoadedRun load_checkpoint(const fs::path& file) {

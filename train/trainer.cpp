@@ -137,10 +137,13 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   if (resume_from) batches.restore(load_checkpoint_into(run, *resume_from));
   const Validation validation{tokenize(run, corpus.val), count_code_points(corpus.val)};
 
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  TF_CHECK_INPUT(!ec, "checkpoint.dir '", dir.string(), "': cannot create the run folder: ", ec.message());
   {
     std::ofstream resolved(dir / "recipe.yaml");
     resolved << run.recipe.to_yaml();
+    TF_CHECK_INPUT(resolved.flush(), dir.string(), "/recipe.yaml: cannot write");
   }
   std::ofstream metrics(dir / "metrics.jsonl", std::ios::app);
   TF_CHECK_INPUT(metrics, dir.string(), "/metrics.jsonl: cannot open for writing");

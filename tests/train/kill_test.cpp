@@ -1,10 +1,15 @@
-// Crash safety: `tapeformer train` with a checkpoint every step is SIGKILLed at seeded random
-// moments spread over the run by progress (the checkpoints are ~19 MB, so most of a step is spent writing one
-// and many kills land mid-write). After each kill the newest checkpoint loads, is at most one step
-// behind the last step the process logged, no ".partial" file passes for a checkpoint, and
-// `--resume` finishes the run with parameters bit-identical to an uninterrupted run.
+// Crash safety: `tapeformer train` with a checkpoint every kInterval steps is SIGKILLed at seeded
+// random moments spread over the run by progress (the checkpoints are ~19 MB, so writing one takes
+// about as long as a step, and half the kills are aimed inside a write). After each kill the
+// newest checkpoint loads, is at most one checkpoint interval behind the last step the process
+// logged, no ".partial" file passes for a checkpoint, and `--resume` finishes the run with losses
+// and parameters bit-identical to an uninterrupted run.
+//
+// TAPEFORMER_KILL_TRIALS sets the number of kills (10 by default, about half a minute; the soak,
+// tests/soak/kill_soak.sh, runs 100) and TAPEFORMER_KILL_SEED their seed.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <random>
@@ -22,9 +27,13 @@ using tf::testing::Child;
 using tf::testing::read_file;
 using tf::testing::read_metrics;
 
-constexpr int64_t kSteps = 6;
-constexpr int kTrials = 12;
-constexpr uint64_t kSeed = 20261129;
+constexpr int64_t kSteps = 8;
+constexpr int64_t kInterval = 2;  // checkpoints at steps 2, 4, 6, 8
+
+int env_int(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? std::atoi(value) : fallback;
+}
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -74,7 +83,8 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
   auto args_for = [&](const fs::path& dir) {
     return tf::testing::train_args("tiny_gpt", text, dir, tmp / "cache",
                                    {"train.steps=" + std::to_string(kSteps), "model.d_model=256", "model.n_heads=4",
-                                    "checkpoint.interval=1", "checkpoint.keep=3", "eval.interval=0",
+                                    "checkpoint.interval=" + std::to_string(kInterval), "checkpoint.keep=3",
+                                    "eval.interval=0",
                                     "train.threads=1", "model.dropout=0.1"});
   };
 
@@ -96,25 +106,29 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
   const double reference_step = (tf::testing::number(reference_log.back(), "elapsed_s") -
                                  tf::testing::number(reference_log.front(), "elapsed_s")) / (kSteps - 1);
 
-  std::mt19937_64 rng(kSeed);
+  const int trials = env_int("TAPEFORMER_KILL_TRIALS", 10);
+  const auto seed = static_cast<uint64_t>(env_int("TAPEFORMER_KILL_SEED", 20261129));
+  std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  int no_checkpoint = 0, mid_write = 0, finished_first = 0, aimed = 0, aimed_hit = 0;
+  int no_checkpoint = 0, mid_write = 0, finished_first = 0, aimed = 0, aimed_hit = 0, newest_due = 0,
+      one_behind = 0;
   std::ostringstream table;
   table << "run without kills: " << std::fixed << std::setprecision(2) << run_seconds << " s for " << kSteps
         << " steps, checkpoints of " << checkpoint_bytes / 1e6
         << " MB\ntrial  aim    target   step s  logged  newest  partial  resume\n";
-  for (int trial = 0; trial < kTrials; ++trial) {
+  for (int trial = 0; trial < trials; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     const fs::path dir = tmp / ("trial" + std::to_string(trial));
     // Moments spread over the run by progress, not by the clock (other tests share the cores, so
     // a run's pace varies): trial i waits for step k, stratified over [0, kSteps), to be logged.
     // Even trials then wait a random fraction u of a step (of this run's pace); odd trials aim at
-    // the checkpoint of step k, written right after the step is logged, and kill once its
-    // ".partial" file has grown to u times a finished checkpoint's size.
-    const double position = (trial + unit(rng)) / kTrials * kSteps;
-    const auto target = static_cast<int64_t>(position);
-    const double u = position - target;
-    const bool aim_at_write = trial % 2 == 1 && target > 0;
+    // the checkpoint of the first checkpointed step >= k, written right after that step is logged,
+    // and kill once its ".partial" file has grown to u times a finished checkpoint's size.
+    const double position = (trial + unit(rng)) / trials * kSteps;
+    const double u = position - static_cast<int64_t>(position);
+    const bool aim_at_write = trial % 2 == 1 && position >= 1;
+    const int64_t target = aim_at_write ? (static_cast<int64_t>(position) + kInterval - 1) / kInterval * kInterval
+                                        : static_cast<int64_t>(position);
     const std::vector<std::string> args = args_for(dir);
     bool exited_first = false;
     double step_seconds = reference_step;
@@ -167,9 +181,14 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
     } else {
       ++no_checkpoint;
     }
-    // The checkpoint of step s is written right after step s is logged: at most one step behind.
+    // The checkpoint of step s (a multiple of kInterval) is written right after step s is logged:
+    // the newest is that of the last multiple logged, or, killed while writing it, the one before.
+    const int64_t due = logged / kInterval * kInterval;
     EXPECT_LE(newest_step, logged);
-    EXPECT_GE(newest_step, logged - 1) << "newest checkpoint " << newest_step << ", last logged step " << logged;
+    EXPECT_GE(newest_step, logged - kInterval) << "newest checkpoint " << newest_step << ", last logged step " << logged;
+    EXPECT_TRUE(newest_step == due || newest_step == due - kInterval) << newest_step << " vs due " << due;
+    newest_due += newest_step == due;
+    one_behind += newest_step == due - kInterval;
 
     // Resume and finish. Without any checkpoint, --resume must say so, and a fresh start finishes.
     const auto resume_start = Clock::now();
@@ -200,10 +219,14 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
           << std::setw(8) << (newest ? std::to_string(newest_step) : "none") << std::setw(9)
           << (partial ? "yes" : "no") << std::setw(7) << resume_seconds << "s"
           << (exited_first ? "  (finished before the kill)" : "") << "\n";
+    // Checked: its ~60 MB of checkpoints would add up to gigabytes over a 100-kill soak.
+    if (!::testing::Test::HasFailure()) fs::remove_all(dir);
   }
-  std::cout << table.str() << kTrials << " kills: " << mid_write << " during a checkpoint write (" << aimed_hit
-            << " of " << aimed << " aimed at one), " << no_checkpoint
-            << " before the first checkpoint, " << finished_first << " after the run ended; total "
+  std::cout << table.str() << trials << " kills (seed " << seed << "): " << mid_write
+            << " during a checkpoint write (" << aimed_hit << " of " << aimed << " aimed at one), " << no_checkpoint
+            << " before the first checkpoint, " << finished_first << " after the run ended; newest checkpoint "
+            << newest_due << " x the last one due, " << one_behind << " x one interval behind; " << trials
+            << " resumes finished bit-identical: " << (::testing::Test::HasFailure() ? "NO" : "yes") << "; total "
             << std::fixed << std::setprecision(1) << seconds_since(start) << " s\n";
   // Kills did land inside checkpoint writes (else the test did not test the hard case).
   EXPECT_GE(aimed_hit, aimed / 2);

@@ -1,0 +1,215 @@
+// The user-facing errors of docs/errors.md that no closer test asserts by message: command-line
+// usage, data and corpus, tokenizer forms, checkpoint format, anomaly mode, sampling and
+// evaluation, each through the program (exit code 2, "error: " and the message on stderr) or the
+// library call the program makes. And the doc itself: every test it names exists.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <regex>
+#include <set>
+
+#include "data/tokenizer.h"
+#include "support/errors.h"
+#include "train/checkpoint.h"
+#include "train/run_fixture.h"
+#include "train/trainer.h"
+
+namespace tf::train {
+namespace {
+
+namespace fs = std::filesystem;
+using tf::testing::error_message;
+using tf::testing::read_file;
+
+// A `tapeformer` run's exit code and stderr.
+struct Outcome {
+  int code;
+  std::string err;
+};
+
+class Errors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tf::testing::write_file(text_, tf::testing::english_text(3000));
+    quiet_.out = &sink_;
+  }
+  Recipe recipe(std::vector<std::string> more, const std::string& name = "tiny_gpt") const {
+    more.insert(more.begin(), {"train.steps=2", "schedule.warmup_steps=1", "eval.interval=0"});
+    return tf::testing::tiny_recipe(name, text_, tmp_ / "run", tmp_ / "cache", std::move(more));
+  }
+  Outcome run(const std::vector<std::string>& args) const {
+    const int code = tf::testing::run_tapeformer(args, tmp_ / "out.txt", tmp_ / "err.txt");
+    return {code, read_file(tmp_ / "err.txt")};
+  }
+  // The InputError message of training `r`.
+  std::string train_error(const Recipe& r, const TrainOptions& options) const {
+    return error_message<InputError>([&] { train(r, options); });
+  }
+
+  tf::testing::RunTempDir tmp_;
+  const fs::path text_ = tmp_ / "text.txt";
+  std::ostringstream sink_;
+  TrainOptions quiet_;
+};
+
+void expect_has(const std::string& message, const std::string& fragment) {
+  EXPECT_NE(message.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << message;
+}
+
+TEST_F(Errors, CommandLineUsageExitsWithTwo) {
+  Outcome o = run({});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "A subcommand is required");
+  o = run({"train"});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "recipe is required");
+  o = run({"train", "r.yaml", "--bogus"});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "The following argument was not expected: --bogus");
+  o = run({"train", (tmp_ / "missing.yaml").string()});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: " + (tmp_ / "missing.yaml").string() + ": cannot read the recipe file (does it exist?)");
+}
+
+TEST_F(Errors, MissingEmptyOrTooShortTrainingTextIsNamed) {
+  std::string message = train_error(recipe({"data.train_path=" + (tmp_ / "nowhere.txt").string()}), quiet_);
+  expect_has(message, "read_text: '" + (tmp_ / "nowhere.txt").string() + "' does not exist");
+
+  fs::create_directories(tmp_ / "empty_folder");
+  message = train_error(recipe({"data.train_path=" + (tmp_ / "empty_folder").string()}), quiet_);
+  expect_has(message, "read_text: folder '" + (tmp_ / "empty_folder").string() + "' holds no files");
+
+  tf::testing::write_file(tmp_ / "empty.txt", "");
+  message = train_error(recipe({"data.train_path=" + (tmp_ / "empty.txt").string()}), quiet_);
+  expect_has(message, (tmp_ / "empty.txt").string() + ": the training text is empty");
+
+  tf::testing::write_file(tmp_ / "short.txt", "Too short.");
+  message = train_error(recipe({"data.train_path=" + (tmp_ / "short.txt").string()}), quiet_);
+  expect_has(message, "tokens, too few for windows of data.seq_len + 1 = 33");
+}
+
+TEST_F(Errors, UnwritableRunOrCacheFolderIsNamed) {
+  tf::testing::write_file(tmp_ / "a_file", "not a folder");
+  std::string message = train_error(recipe({"checkpoint.dir=" + (tmp_ / "a_file" / "run").string()}), quiet_);
+  expect_has(message, "checkpoint.dir '" + (tmp_ / "a_file" / "run").string() + "': cannot create the run folder: ");
+  message = train_error(recipe({"data.cache_dir=" + (tmp_ / "a_file" / "cache").string()}), quiet_);
+  expect_has(message, "token cache: cannot create '" + (tmp_ / "a_file" / "cache").string() + "'");
+}
+
+TEST_F(Errors, DamagedTokenizerFormsAreNamed) {
+  expect_has(error_message<InputError>([] { data::Tokenizer::from_string("something else"); }),
+             "tokenizer: unknown serialised form, header 'something else'");
+  expect_has(error_message<InputError>([] {
+               data::Tokenizer::from_string("tapeformer-tokenizer bpe 1\npretokenizer gpt2-classes\nmerges 1\n300 1\n"
+                                            "specials 0\n");
+             }),
+             "BpeTokenizer: merge 0 (300, 1) uses an id not defined before it (< 256)");
+  expect_has(error_message<InputError>(
+                 [] { data::Tokenizer::from_string("tapeformer-tokenizer char 1\ncode_points 2\nU+0041\n"); }),
+             "CharTokenizer: serialised form lists 2 code points but has 1 lines left");
+}
+
+TEST_F(Errors, UnsupportedCheckpointFormatIsNamed) {
+  train(recipe({}), quiet_);
+  const fs::path file = checkpoint_path(tmp_ / "run", 2);
+  const hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(id, 0);
+  const hid_t attr = H5Aopen(id, "format_version", H5P_DEFAULT);
+  const int64_t future = 2;
+  ASSERT_GE(H5Awrite(attr, H5T_NATIVE_INT64, &future), 0);
+  H5Aclose(attr);
+  H5Fclose(id);
+  const Outcome o = run({"info", file.string()});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: " + file.string() + ": checkpoint format 2 is not supported (this build reads format 1)");
+}
+
+TEST_F(Errors, ResumeWithoutACheckpointSaysHowToNameOne) {
+  TrainOptions resume = quiet_;
+  resume.resume = "";
+  const std::string message = train_error(recipe({}), resume);
+  expect_has(message, "--resume: no checkpoint in the run folder " + (tmp_ / "run").string() +
+                          " (name one: --resume runs/x/ckpt_00000500.h5)");
+}
+
+TEST_F(Errors, AnomalyModeNamesTheOpAndTheStep) {
+  // As Trainer.NanWeightStopsAtTheLossCheck, with train.anomaly on: the forward pass stops at the
+  // first op whose output holds the NaN, before any loss is computed.
+  train(recipe({"checkpoint.interval=1"}), quiet_);
+  const fs::path file = checkpoint_path(tmp_ / "run", 2);
+  LoadedRun loaded = load_checkpoint(file);
+  for (const auto& p : loaded.run.params)
+    if (p.name == "ln_f.weight") p.tensor.data<float>()[0] = std::nanf("");
+  save_checkpoint(loaded.run, loaded.batches, file);
+  TrainOptions resume = quiet_;
+  resume.resume = "";
+  const std::string message = train_error(recipe({"train.steps=4", "train.anomaly=true"}), resume);
+  EXPECT_EQ(message.rfind("step 3: anomaly: op '", 0), 0u) << message;
+  expect_has(message, "of the forward pass) produced nan");
+  expect_has(message, "; stopping (no checkpoint of this state is written)");
+  EXPECT_EQ(latest_checkpoint(tmp_ / "run"), file);
+}
+
+TEST_F(Errors, SamplingAndEvaluationRefuseBadRequests) {
+  train(recipe({}, "tiny_bert"), quiet_);
+  const fs::path bert = checkpoint_path(tmp_ / "run", 2);
+  Outcome o = run({"sample", bert.string(), "--tokens", "3"});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: " + bert.string() + ": sampling needs a GPT checkpoint; this one holds a BERT");
+
+  fs::remove_all(tmp_ / "run");
+  train(recipe({}), quiet_);
+  const fs::path gpt = checkpoint_path(tmp_ / "run", 2);
+  o = run({"sample", gpt.string(), "--prompt", "", "--tokens", "3"});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: sample: the prompt is empty; give at least one token to continue");
+  o = run({"sample", gpt.string(), "--temperature", "-1"});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "--temperature: must be a number >= 0, got -1");
+  EXPECT_LT(o.err.size(), 200u) << o.err;
+
+  tf::testing::write_file(tmp_ / "one.txt", "a");
+  o = run({"eval", gpt.string(), "--text", (tmp_ / "one.txt").string()});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: the text is too short to evaluate (1 tokens)");
+}
+
+// docs/errors.md names, for each error, the test that asserts its message as
+// `tests/<folder>/<file>_test.cpp:Suite.Name`; every row of its tables names one, and each exists.
+TEST(ErrorsDoc, EveryEntryNamesATestThatExists) {
+  const std::string doc = read_file(tf::testing::source_path("docs/errors.md"));
+  ASSERT_FALSE(doc.empty());
+  const std::regex reference(R"((tests/[a-z0-9_/]+_test\.cpp):([A-Za-z0-9_]+)\.([A-Za-z0-9_]+))");
+  int rows = 0, references = 0;
+  std::set<std::string> missing;
+  std::istringstream lines(doc);
+  bool in_errors_table = false;  // the tables whose header starts "| message"
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| message", 0) == 0) in_errors_table = true;
+    if (line.rfind("|", 0) != 0) in_errors_table = false;
+    const bool row = in_errors_table && line.rfind("| message", 0) != 0 && line.rfind("|---", 0) != 0;
+    bool named = false;
+    for (std::sregex_iterator it(line.begin(), line.end(), reference), end; it != end; ++it) {
+      named = true;
+      ++references;
+      const std::string file = (*it)[1], suite = (*it)[2], name = (*it)[3];
+      const std::string source = read_file(tf::testing::source_path(file));
+      const std::regex test(R"(TEST(_F|_P)?\(\s*)" + suite + R"(\s*,\s*)" + name + R"(\s*\))");
+      if (!std::regex_search(source, test)) missing.insert(file + ":" + suite + "." + name);
+    }
+    if (row) {
+      ++rows;
+      EXPECT_TRUE(named) << "a row of docs/errors.md names no test: " << line;
+    }
+  }
+  EXPECT_TRUE(missing.empty()) << "docs/errors.md names tests that do not exist: " << [&] {
+    std::string all;
+    for (const auto& m : missing) all += "\n  " + m;
+    return all;
+  }();
+  EXPECT_GT(rows, 30) << "docs/errors.md lost its tables?";
+  EXPECT_GE(references, rows);
+}
+
+}  // namespace
+}  // namespace tf::train
