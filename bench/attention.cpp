@@ -65,6 +65,7 @@ struct Config {
   std::string name;
   int64_t batch, heads, seq_len, head_dim;
   bool causal;
+  int64_t q_len = 0;  // 0: seq_len; 1: decoding one token after a cached prefix of seq_len - 1
 };
 
 // One problem's buffers: inputs, the upstream gradient, and each kernel's outputs.
@@ -110,19 +111,22 @@ int main(int argc, char** argv) {
               threads, g_cpu_clock ? "process CPU" : "wall", rounds, target_seconds * 1e3, dropout,
               load_average().c_str());
 
-  // The recipes' shapes (gpt_brown_char, gpt_brown_bpe at T = 256, bert_brown_bpe) and long sequences.
+  // The recipes' shapes (tiny_gpt, gpt_brown_char, gpt_brown_bpe at T = 256, bert_brown_bpe), long
+  // sequences, and one decoding step (one query against a cache of 256 keys).
   const std::vector<Config> configs = {
+      {"tiny B=4 H=2 T=32 D=16 causal", 4, 2, 32, 16, true},
       {"gpt B=16 H=4 T=128 D=32 causal", 16, 4, 128, 32, true},
       {"gpt B=8 H=6 T=256 D=64 causal", 8, 6, 256, 64, true},
       {"bert B=16 H=4 T=128 D=32", 16, 4, 128, 32, false},
       {"long B=1 H=4 T=2048 D=32 causal", 1, 4, 2048, 32, true},
       {"long B=1 H=4 T=8192 D=32 causal", 1, 4, 8192, 32, true},
+      {"decode B=16 H=4 T_q=1 T_k=256 D=32", 16, 4, 256, 32, true, 1},
   };
   std::printf("%-34s | %-21s | %-21s | %-19s | %s\n", "config", "naive ms fwd + bwd", "flash ms fwd + bwd",
               "ratio fwd bwd all", "scratch MiB naive / flash (fwd, bwd)");
   for (const Config& c : configs) {
     if (c.name.find(only) == std::string::npos) continue;
-    AttentionDims d{c.batch, c.heads, c.heads, c.seq_len, c.seq_len, c.head_dim, c.head_dim};
+    AttentionDims d{c.batch, c.heads, c.heads, c.q_len ? c.q_len : c.seq_len, c.seq_len, c.head_dim, c.head_dim};
     d.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
     d.dropout = dropout;
     d.dropout_seed = 5;
@@ -130,10 +134,11 @@ int main(int argc, char** argv) {
     tf::Rng rng(1);
     Buffers x;
     const int64_t q_size = d.batch * d.heads * d.q_len * d.head_dim, rows = d.batch * d.heads * d.q_len;
-    x.q = normal(q_size, rng), x.k = normal(q_size, rng), x.v = normal(q_size, rng), x.dout = normal(q_size, rng);
+    const int64_t k_size = d.batch * d.heads * d.kv_len * d.head_dim;
+    x.q = normal(q_size, rng), x.k = normal(k_size, rng), x.v = normal(k_size, rng), x.dout = normal(q_size, rng);
     for (int s = 0; s < 2; ++s) {
-      x.out[s].resize(q_size), x.lse[s].resize(rows), x.dq[s].resize(q_size), x.dk[s].resize(q_size),
-          x.dv[s].resize(q_size);
+      x.out[s].resize(q_size), x.lse[s].resize(rows), x.dq[s].resize(q_size), x.dk[s].resize(k_size),
+          x.dv[s].resize(k_size);
     }
     // One forward + backward of contestant s (0 naive, 1 flash), adding its times to t.
     auto run = [&](int s, Timing& t) {
@@ -158,7 +163,8 @@ int main(int argc, char** argv) {
     // differ by ~1e-5, a wrong mask or block by O(1).
     double worst = 0;
     for (auto* pair : {&x.out, &x.dq, &x.dk, &x.dv})
-      for (int64_t e = 0; e < q_size; ++e) worst = std::max(worst, std::abs(double((*pair)[0][e]) - (*pair)[1][e]));
+      for (size_t e = 0; e < (*pair)[0].size(); ++e)
+        worst = std::max(worst, std::abs(double((*pair)[0][e]) - (*pair)[1][e]));
     if (!(worst < 1e-2)) {
       std::fprintf(stderr, "%s: the kernels disagree by %g\n", c.name.c_str(), worst);
       return 1;
