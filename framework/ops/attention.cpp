@@ -7,6 +7,7 @@
 
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/attention.h"
+#include "framework/kernels/cpu/flash_attention.h"
 #include "framework/kernels/mode.h"
 #include "framework/kernels/reference/attention.h"
 
@@ -84,11 +85,13 @@ struct AttentionNode : Node {
            dv = Tensor::empty(v.shape(), v.dtype());
     dispatch(q.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      if (kernels::use_fast<T>())
-        kernels::attention_backward_fast(dims, mask, q.data<float>(), k.data<float>(), v.data<float>(),
-                                         out.data<float>(), log_sum_exp.data<float>(), dout.data<float>(),
-                                         dq.data<float>(), dk.data<float>(), dv.data<float>());
-      else
+      if (kernels::use_fast<T>()) {
+        const auto backward_fast = kernels::flash_attention_preferred(dims, mask) ? kernels::flash_attention_backward
+                                                                                  : kernels::attention_backward_fast;
+        backward_fast(dims, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
+                      log_sum_exp.data<float>(), dout.data<float>(), dq.data<float>(), dk.data<float>(),
+                      dv.data<float>());
+      } else
         kernels::attention_backward_reference<T>(dims, mask, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(),
                                                  log_sum_exp.data<T>(), dout.data<T>(), dq.data<T>(), dk.data<T>(),
                                                  dv.data<T>());
@@ -113,10 +116,13 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   if (weights_out) probs = Tensor::empty({d.batch, d.heads, d.q_len, d.kv_len}, q.dtype());
   dispatch(q.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (kernels::use_fast<T>())
-      kernels::attention_forward_fast(d, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
-                                      lse.data<float>(), probs.defined() ? probs.data<float>() : nullptr);
-    else
+    if (kernels::use_fast<T>()) {
+      // The tiled kernel where it measured faster and wherever S would be large (flash_attention_preferred).
+      const auto forward_fast = kernels::flash_attention_preferred(d, mask) ? kernels::flash_attention_forward
+                                                                            : kernels::attention_forward_fast;
+      forward_fast(d, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(), lse.data<float>(),
+                   probs.defined() ? probs.data<float>() : nullptr);
+    } else
       kernels::attention_forward_reference<T>(d, mask, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(),
                                               lse.data<T>(), probs.defined() ? probs.data<T>() : nullptr);
   });
