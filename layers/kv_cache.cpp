@@ -7,7 +7,10 @@
 #include <cmath>
 #include <cstring>
 
+#include <limits>
+
 #include "framework/kernels/cpu/attention.h"
+#include "framework/kernels/cpu/exp.h"
 #include "framework/kernels/mode.h"
 
 namespace tf::layers {
@@ -86,7 +89,10 @@ Tensor KvCache::append_and_attend(int64_t layer, const Tensor& queries, const Te
         Scalar* y = out.data<Scalar>() + q_offset;
         if constexpr (sizeof(Scalar) == sizeof(float)) {
           if (kernels::use_fast<Scalar>()) {
-            kernels::attention_forward_fast(d, mask, q, k, v, y, lse.data(), nullptr);
+            if (T == 1)
+              attention_step_fast(d, mask, q, k, v, y);
+            else
+              kernels::attention_forward_fast(d, mask, q, k, v, y, lse.data(), nullptr);
             continue;
           }
         }
@@ -95,6 +101,46 @@ Tensor KvCache::append_and_attend(int64_t layer, const Tensor& queries, const Te
     }
   });
   return out;
+}
+
+void attention_step_fast(const kernels::AttentionDims& d, const kernels::AttentionMask& mask, const float* q,
+                         const float* k, const float* v, float* out) {
+  TF_CHECK(d.batch == 1 && d.kv_heads == 1 && !mask.key_keep && d.dropout == 0,
+           "attention_step_fast: one key/value head, no padding, no dropout");
+  const int64_t D = d.head_dim, Dv = d.value_dim;
+  const float scale = static_cast<float>(d.scale);
+  thread_local std::vector<float> scores;  // (T_k), reused across steps
+  if (static_cast<int64_t>(scores.size()) < d.kv_len) scores.resize(d.kv_len);
+  float* s = scores.data();
+  for (int64_t r = 0; r < d.heads * d.q_len; ++r) {
+    const int64_t i = r % d.q_len, begin = mask.key_begin(d, i), end = mask.key_end(d, i);
+    const float* qi = q + r * D;
+    float* oi = out + r * Dv;  // (D_v)
+    for (int64_t c = 0; c < Dv; ++c) oi[c] = 0;
+    if (end <= begin) continue;  // no visible key: output 0 (Note [attention masks])
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = begin; j < end; ++j) {
+      const float* kj = k + j * D;
+      float dot = 0;
+#pragma omp simd reduction(+ : dot)
+      for (int64_t c = 0; c < D; ++c) dot += qi[c] * kj[c];
+      s[j] = scale * dot;
+      max = s[j] > max ? s[j] : max;
+    }
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = begin; j < end; ++j) {
+      s[j] = kernels::exp_fast(s[j] - max);  // <= 1: the max is subtracted so nothing overflows
+      sum += s[j];
+    }
+    const float inv_sum = 1.0f / sum;
+    for (int64_t j = begin; j < end; ++j) {
+      const float p = s[j] * inv_sum;
+      const float* vj = v + j * Dv;
+#pragma omp simd
+      for (int64_t c = 0; c < Dv; ++c) oi[c] += p * vj[c];
+    }
+  }
 }
 
 void KvCache::advance(int64_t t) {

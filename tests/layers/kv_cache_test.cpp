@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "framework/autograd/tape.h"
@@ -124,6 +125,38 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            CacheCase{PositionEncoding::learned, 4, 2},   // grouped-query
                                            CacheCase{PositionEncoding::rope, 4, 1},      // multi-query
                                            CacheCase{PositionEncoding::sinusoidal, 4, 2}));
+
+// The decoding-step kernel against the reference kernel run in float64 on the same (float) inputs,
+// on odd sizes: query heads per key/value head, query rows (the last T_q of T_k, causal), keys, and
+// head sizes that are not multiples of the vector width. Inputs are N(0, 1). Each output is a
+// convex combination of values, formed from dot products of D <= 67 terms and a sum of T_k <= 130
+// exponentials; float32 rounding in each (about n * 2^-24 relative to the sum of magnitudes, and
+// exp_fast's 0.87 ulp) stays below 1e-5 here; wrong masking or scaling errs by far more than 1e-2.
+TEST(AttentionStepFast, MatchesTheReferenceKernelOnOddSizes) {
+  for (const int64_t heads : {1, 3})
+    for (const int64_t q_len : {1, 2, 3})
+      for (const int64_t kv_len : {3, 17, 63, 130})
+        for (const int64_t D : {1, 3, 17, 67}) {
+          kernels::AttentionDims d;
+          d.heads = heads;
+          d.q_len = q_len;
+          d.kv_len = kv_len;
+          d.head_dim = d.value_dim = D;
+          d.scale = 1.0 / std::sqrt(static_cast<double>(D));
+          const kernels::AttentionMask mask{.causal = true};
+          const Tensor q = random_normal({heads, q_len, D}, 1).to(DType::f32);
+          const Tensor k = random_normal({kv_len, D}, 2).to(DType::f32), v = random_normal({kv_len, D}, 3).to(DType::f32);
+          Tensor out = Tensor::empty({heads, q_len, D}, DType::f32);
+          attention_step_fast(d, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>());
+          const Tensor q64 = q.to(DType::f64), k64 = k.to(DType::f64), v64 = v.to(DType::f64);
+          Tensor want = Tensor::empty({heads, q_len, D}, DType::f64), lse = Tensor::empty({heads, q_len}, DType::f64);
+          kernels::attention_forward_reference<double>(d, mask, q64.data<double>(), k64.data<double>(),
+                                                       v64.data<double>(), want.data<double>(), lse.data<double>(),
+                                                       nullptr);
+          EXPECT_TRUE(all_close(out.to(DType::f64), want, 1e-5, 1e-5))
+              << "heads " << heads << " T_q " << q_len << " T_k " << kv_len << " D " << D;
+        }
+}
 
 TEST(KvCache, ClearStartsAgainAndGivesTheSameLogits) {
   Init init{Rng(3), DType::f64};
