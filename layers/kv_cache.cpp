@@ -6,8 +6,8 @@
 
 #include <cmath>
 #include <cstring>
-
 #include <limits>
+#include <vector>
 
 #include "framework/kernels/cpu/attention.h"
 #include "framework/kernels/cpu/exp.h"

@@ -66,14 +66,14 @@ class KvCache {
   int64_t length_ = 0;
 };
 
-// The fast float32 kernel of a decoding step: attention of a few query rows over one key/value head,
-// in `omp simd` loops (scores s_j = scale q.k_j over the visible keys, p = softmax(s),
+// The fast float32 kernel of a decoding step: attention of a few query rows over one key/value
+// head, in `omp simd` loops (scores s_j = scale q.k_j over the visible keys, p = softmax(s),
 // o = sum_j p_j v_j; Vaswani et al. 2017, eq. 1). Same arguments and results as
 // kernels::attention_forward_reference with d.batch = d.kv_heads = 1, no key padding and no
 // dropout (lse and probs are not produced). Why not kernels::attention_forward_fast: for one query
-// row its two oneDNN matmuls cost ~10 us each in call overhead where the arithmetic takes ~1 us,
-// and each new key count creates two more primitives; this loop reads each cached key and value
-// once. A prefill chunk (many rows) still goes to attention_forward_fast.
+// row its two oneDNN matmuls took 10 - 19 us each (ONEDNN_VERBOSE, loaded machine) for ~1 us of
+// arithmetic, and every new key count created two more primitives; this loop reads each cached
+// key and value once. A prefill chunk (many rows) still goes to attention_forward_fast.
 void attention_step_fast(const kernels::AttentionDims& d, const kernels::AttentionMask& mask, const float* q,
                          const float* k, const float* v, float* out);
 
