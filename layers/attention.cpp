@@ -2,6 +2,7 @@
 #include "layers/attention.h"
 
 #include "framework/ops/shape.h"
+#include "layers/kv_cache.h"
 
 namespace tf::layers {
 
@@ -16,19 +17,30 @@ MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o
   proj = Linear({o.n_heads * head_dim(), o.d_model, o.bias, o.proj_init_std}, init);
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
-                                   int64_t position_offset) const {
+MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int64_t position_offset) const {
   const int64_t B = x.dim(0), T = x.dim(1), H = options.n_heads, G = kv_heads(), D = head_dim();
   const std::vector<Tensor> parts = ops::split(qkv.forward(x), {H * D, G * D, G * D}, -1);
   // (B, T, heads * D) -> (B, heads, T, D)
   auto heads = [&](const Tensor& t, int64_t n) { return ops::transpose(ops::reshape(t, {B, T, n, D}), 1, 2); };
-  Tensor queries = heads(parts[0], H), keys = heads(parts[1], G), values = heads(parts[2], G);
+  Heads out{heads(parts[0], H), heads(parts[1], G), heads(parts[2], G)};
   if (options.rope) {
     ops::RopeOptions rope = options.rope_options;
     rope.position_offset += position_offset;
-    queries = ops::rope(queries, rope);
-    keys = ops::rope(keys, rope);
+    out.queries = ops::rope(out.queries, rope);
+    out.keys = ops::rope(out.keys, rope);
   }
+  return out;
+}
+
+Tensor MultiHeadAttention::merge_heads(const Tensor& o) const {
+  const int64_t B = o.dim(0), T = o.dim(2), H = options.n_heads, D = head_dim();
+  // (B, H, T, D) -> (B, T, H D): the heads side by side, then W_O mixes them.
+  return proj.forward(ops::reshape(ops::transpose(o, 1, 2), {B, T, H * D}));
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
+                                   int64_t position_offset) const {
+  const Heads h = project_heads(x, position_offset);
   ops::AttentionOptions attn;
   attn.causal = options.causal;
   attn.key_padding = key_padding;
@@ -37,10 +49,19 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
     attn.dropout_seed = ctx.next_seed();
   }
   Tensor weights;
-  Tensor out = ops::attention(queries, keys, values, attn, ctx.attention_weights ? &weights : nullptr);
+  Tensor out = ops::attention(h.queries, h.keys, h.values, attn, ctx.attention_weights ? &weights : nullptr);
   if (ctx.attention_weights) ctx.attention_weights->push_back(weights);
-  // (B, H, T, D) -> (B, T, H D): the heads side by side, then W_O mixes them.
-  return proj.forward(ops::reshape(ops::transpose(out, 1, 2), {B, T, H * D}));
+  return merge_heads(out);
+}
+
+Tensor MultiHeadAttention::forward_cached(const Tensor& x, KvCache& cache, int64_t layer, const Context& ctx) const {
+  TF_CHECK(options.causal, "MultiHeadAttention::forward_cached: a KV cache needs causal attention");
+  TF_CHECK(!ctx.training && !ctx.attention_weights,
+           "MultiHeadAttention::forward_cached: inference only (no dropout, no attention weights)");
+  TF_CHECK(x.rank() == 3 && x.dim(2) == options.d_model, "MultiHeadAttention::forward_cached: x must be (B, T, ",
+           options.d_model, "), got ", x.describe());
+  const Heads h = project_heads(x, cache.length());
+  return merge_heads(cache.append_and_attend(layer, h.queries, h.keys, h.values));
 }
 
 void MultiHeadAttention::parameters(ParamList& out, const std::string& prefix) const {

@@ -14,12 +14,21 @@ TransformerBlock::TransformerBlock(const Options& o, Init& init)
 
 Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
                                  int64_t position_offset) const {
+  return sublayers(x, [&](const Tensor& h) { return attn.forward(h, key_padding, ctx, position_offset); }, ctx);
+}
+
+Tensor TransformerBlock::forward_cached(const Tensor& x, KvCache& cache, int64_t layer, const Context& ctx) const {
+  return sublayers(x, [&](const Tensor& h) { return attn.forward_cached(h, cache, layer, ctx); }, ctx);
+}
+
+Tensor TransformerBlock::sublayers(const Tensor& x, const std::function<Tensor(const Tensor&)>& attend,
+                                   const Context& ctx) const {
   const double p = options.dropout;
   if (options.pre_norm) {
-    Tensor h = ops::add(x, dropout(attn.forward(ln_1.forward(x), key_padding, ctx, position_offset), p, ctx));
+    Tensor h = ops::add(x, dropout(attend(ln_1.forward(x)), p, ctx));
     return ops::add(h, dropout(mlp.forward(ln_2.forward(h)), p, ctx));
   }
-  Tensor h = ln_1.forward(ops::add(x, dropout(attn.forward(x, key_padding, ctx, position_offset), p, ctx)));
+  Tensor h = ln_1.forward(ops::add(x, dropout(attend(x), p, ctx)));
   return ln_2.forward(ops::add(h, dropout(mlp.forward(h), p, ctx)));
 }
 

@@ -5,6 +5,8 @@
 //   pre-LN:  x = x + dropout(attn(ln_1(x)));   x = x + dropout(mlp(ln_2(x)))
 //   post-LN: x = ln_1(x + dropout(attn(x)));   x = ln_2(x + dropout(mlp(x)))
 #pragma once
+#include <functional>
+
 #include "layers/attention.h"
 #include "layers/feed_forward.h"
 #include "layers/layer_norm.h"
@@ -27,7 +29,15 @@ struct TransformerBlock {
   TransformerBlock() = default;
   TransformerBlock(const Options& options, Init& init);
   Tensor forward(const Tensor& x, const Tensor& key_padding, const Context& ctx, int64_t position_offset = 0) const;
+  // Inference with a KV cache: x (B, T, C) at positions cache.length() .. + T - 1, attention through
+  // MultiHeadAttention::forward_cached on the cache's `layer`; layer norms and the MLP see only
+  // these T rows (they act on each position alone). Returns (B, T, C).
+  Tensor forward_cached(const Tensor& x, KvCache& cache, int64_t layer, const Context& ctx) const;
   void parameters(ParamList& out, const std::string& prefix) const;
+
+  // The residual wiring above around an attention sublayer `attend` (B, T, C) -> (B, T, C), shared
+  // by forward and forward_cached.
+  Tensor sublayers(const Tensor& x, const std::function<Tensor(const Tensor&)>& attend, const Context& ctx) const;
 };
 
 }  // namespace tf::layers

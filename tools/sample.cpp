@@ -20,7 +20,11 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--top-k", o.top_k, "Keep the k most likely tokens; 0 keeps all")->capture_default_str()->check(non_negative());
   cmd->add_option("--top-p", o.top_p, "Nucleus sampling mass in (0, 1]")->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  static bool no_kv_cache = false;
+  cmd->add_flag("--no-kv-cache", no_kv_cache,
+                "Recompute the whole context for every token instead of decoding with a KV cache (same tokens, slower)");
   cmd->callback([&exit_code] {
+    o.kv_cache = !no_kv_cache;
     train::configure_threads(0);
     train::LoadedRun loaded = train::load_checkpoint(checkpoint);
     const auto* gpt = dynamic_cast<const layers::Gpt*>(loaded.run.model.get());

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "framework/autograd/tape.h"
 #include "framework/error.h"
@@ -21,25 +22,54 @@ void check_filter_options(const SampleOptions& o) {
                  o.top_p);
 }
 
-// The logits (V) of the token after `context` (1 <= T <= max_seq_len ids), recomputing the whole
-// forward pass over the context: O(T) positions for each new token. A KV-cached decoder (each
-// block keeping the keys and values of earlier positions and running only the newest id, at
-// position offset T - 1, see Gpt::hidden) replaces this function and nothing else; it must start
-// afresh whenever the context is cropped, because every position then shifts by one.
-std::vector<double> next_logits(const layers::Gpt& model, std::span<const int32_t> context,
-                                const layers::Context& ctx) {
-  const auto T = static_cast<int64_t>(context.size());
-  const Tensor ids = Tensor::from_ids(std::vector<int32_t>(context.begin(), context.end()), {1, T});  // (1, T)
-  const Tensor logits = model.logits(ids, Tensor(), ctx);                                           // (1, T, V)
-  const int64_t V = logits.dim(2);
+// The last row (V) of logits (1, T, V), as doubles: the prediction after the last id.
+std::vector<double> last_row(const Tensor& logits) {
+  const int64_t T = logits.dim(1), V = logits.dim(2);
   return dispatch(logits.dtype(), [&](auto zero) {
     using Scalar = decltype(zero);
-    const Scalar* last = logits.data<Scalar>() + (T - 1) * V;  // (V): the prediction after the last id
+    const Scalar* last = logits.data<Scalar>() + (T - 1) * V;  // (V)
     return std::vector<double>(last, last + V);
   });
 }
 
+// The logits (V) of the token after `context` (1 <= T <= max_seq_len ids), recomputing the whole
+// forward pass over the context: O(T) positions for each new token.
+std::vector<double> next_logits(const layers::Gpt& model, std::span<const int32_t> context,
+                                const layers::Context& ctx) {
+  const auto T = static_cast<int64_t>(context.size());
+  const Tensor ids = Tensor::from_ids(std::vector<int32_t>(context.begin(), context.end()), {1, T});  // (1, T)
+  return last_row(model.logits(ids, Tensor(), ctx));                                                // (1, T, V)
+}
+
+// The same logits with a KV cache that holds the first cache.length() ids of `context`: runs only
+// the ids after them, as one chunk (the whole prompt after a clear, then the newest id), and
+// leaves the cache holding the whole context.
+std::vector<double> next_logits_cached(const layers::Gpt& model, std::span<const int32_t> context,
+                                       layers::KvCache& cache, const layers::Context& ctx) {
+  const std::span<const int32_t> fresh = context.subspan(cache.length());
+  const auto T = static_cast<int64_t>(fresh.size());
+  const Tensor ids = Tensor::from_ids(std::vector<int32_t>(fresh.begin(), fresh.end()), {1, T});  // (1, T)
+  return last_row(model.logits_cached(ids, cache, ctx));                                       // (1, T, V)
+}
+
 }  // namespace
+
+// Note [context window]
+// ~~~~~~~~~~~~~~~~~~~~~
+// The model sees at most L = max_seq_len positions (a learned position table has L rows). The
+// context is ids[start ..): at first the last L ids of the prompt; when a new token makes it
+// longer than L, it restarts from its last max(1, L / 2) ids and grows again from there (the
+// "context shift" of llama.cpp, keeping half the window). Both decoders follow the same window:
+//  - without a cache (SampleOptions::kv_cache false), each token runs the whole context again;
+//  - with a KV cache (layers/kv_cache.h), the cache holds the first cache.length() ids of the
+//    context and each call runs only the ids after them: the prompt as one chunk (prefill), then
+//    one id per token. A restart moves every kept id to a new position (its learned or sinusoidal
+//    row, its RoPE angle), so it clears the cache and the kept half runs as one prefill chunk.
+// Cropping to the last L ids at every token instead (nanoGPT's sliding window) would show the model
+// more context, but every token past L would then need a fresh prefill of L ids, as slow as no
+// cache; halving costs one prefill of L / 2 ids per L / 2 tokens.
+// The decoders differ only in float rounding (float32; they agree exactly in float64), so with a
+// seed they draw the same tokens; tests/train/sample_test.cpp compares them across restarts.
 
 // Note [sampling filters]
 // The order is the common one (Hugging Face's logits warpers, nanoGPT's generate):
@@ -137,10 +167,19 @@ std::vector<int32_t> sample(const layers::Gpt& model, std::vector<int32_t> promp
   Rng rng(options.seed);
   std::vector<int32_t> ids = std::move(prompt);
   ids.reserve(ids.size() + options.tokens);
+  // Note [context window]: ids[start ..) is what the model sees.
+  const auto window = static_cast<size_t>(max_seq_len), keep = std::max<size_t>(1, window / 2);
+  size_t start = ids.size() > window ? ids.size() - window : 0;
+  std::optional<layers::KvCache> cache;
+  if (options.kv_cache) cache = model.make_cache();
   for (int64_t i = 0; i < options.tokens; ++i) {
-    const std::span<const int32_t> all(ids);
-    const std::span<const int32_t> context = all.last(std::min<size_t>(all.size(), max_seq_len));
-    const std::vector<double> logits = next_logits(model, context, eval);  // (V)
+    if (ids.size() - start > window) {
+      start = ids.size() - keep;
+      if (cache) cache->clear();
+    }
+    const std::span<const int32_t> context = std::span<const int32_t>(ids).subspan(start);
+    const std::vector<double> logits =
+        cache ? next_logits_cached(model, context, *cache, eval) : next_logits(model, context, eval);  // (V)
     const int32_t next = draw_token(filter_probabilities(logits, options), rng);
     ids.push_back(next);
     if (on_token) on_token(next);

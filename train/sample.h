@@ -25,6 +25,8 @@ struct SampleOptions {
   int64_t top_k = 0;         // keep the k most probable tokens; 0 = all
   double top_p = 1.0;        // keep the smallest most-probable set with mass >= p (0, 1]; 1 = all
   uint64_t seed = 0;         // the tf::Rng drawing every token
+  bool kv_cache = true;      // decode with a KV cache; false recomputes the whole context per token
+                             // (same tokens: Note [context window] in sample.cpp)
 };
 
 // The distribution the next token is drawn from, given one row of logits (V): the filters of
@@ -39,8 +41,9 @@ int32_t draw_token(std::span<const double> probs, Rng& rng);
 
 // Continues `prompt` by options.tokens ids and returns the prompt followed by them; on_token, when
 // given, is called with each new id as soon as it is chosen (to stream the decoded text). The
-// model runs in eval mode (no dropout) under NoGradGuard, on the last max_seq_len ids of the
-// context (older ids are cropped: a learned position table has no row beyond it).
+// model runs in eval mode (no dropout) under NoGradGuard on a window of at most max_seq_len ids:
+// the last max_seq_len of the prompt, and when generation fills it, the last max_seq_len / 2 ids
+// (Note [context window] in sample.cpp; a learned position table has no row beyond max_seq_len).
 // tf::InputError for an empty prompt, an id outside [0, V), tokens < 0 or bad filter options.
 std::vector<int32_t> sample(const layers::Gpt& model, std::vector<int32_t> prompt, const SampleOptions& options,
                             const std::function<void(int32_t)>& on_token = {});

@@ -1,4 +1,5 @@
-// OpenBLAS path: one cblas_sgemm per batch entry (row-major, explicit transposes).
+// OpenBLAS path: one cblas_sgemm per batch entry (row-major, explicit transposes); cblas_sgemv for
+// a single row.
 #include <cblas.h>
 
 #include "framework/kernels/matmul.h"
@@ -15,9 +16,17 @@ void matmul_blas(const MatmulDims& d, const float* a, const float* b, float* c, 
   const auto tb = d.trans_b ? CblasTrans : CblasNoTrans;
   const int lda = d.trans_a ? d.m : d.k, ldb = d.trans_b ? d.k : d.n;
   for (int64_t bi = 0; bi < d.batch; ++bi) {
-    cblas_sgemm(CblasRowMajor, ta, tb, d.m, d.n, d.k, 1.0f, a + bi * d.m * d.k, lda,
-                b + (d.b_broadcast ? 0 : bi * d.k * d.n), ldb, beta,
-                c + bi * d.m * d.n, d.n);
+    const float* ab = a + bi * d.m * d.k;  // (m, k), or (k, m) when trans_a
+    const float* bb = b + (d.b_broadcast ? 0 : bi * d.k * d.n);  // (k, n), or (n, k) when trans_b
+    float* cb = c + bi * d.m * d.n;  // (m, n)
+    if (d.m == 1) {
+      // One row (a decoding step): C = op(B)^T a is a matrix-vector product; sgemm would pack the
+      // whole of B for it. a is a k-vector either way (a (1, k) or (k, 1) matrix).
+      cblas_sgemv(CblasRowMajor, d.trans_b ? CblasNoTrans : CblasTrans, d.trans_b ? d.n : d.k,
+                  d.trans_b ? d.k : d.n, 1.0f, bb, ldb, ab, 1, beta, cb, 1);
+      continue;
+    }
+    cblas_sgemm(CblasRowMajor, ta, tb, d.m, d.n, d.k, 1.0f, ab, lda, bb, ldb, beta, cb, d.n);
   }
 }
 

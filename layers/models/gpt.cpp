@@ -1,6 +1,9 @@
 // GPT model; see gpt.h and docs/models.md.
 #include "layers/models/gpt.h"
 
+#include <algorithm>
+
+#include "framework/autograd/tape.h"
 #include "framework/ops/cross_entropy.h"
 #include "framework/ops/matmul.h"
 
@@ -15,22 +18,62 @@ Gpt::Gpt(const ModelConfig& c, Init& init) : config_(c) {
   if (!c.tie_embeddings) lm_head = Linear({c.d_model, c.vocab_size, false, c.init_std}, init);
 }
 
-Tensor Gpt::hidden(const Tensor& ids, const Context& ctx, int64_t position_offset) const {
+Tensor Gpt::embed(const Tensor& ids, const Context& ctx, int64_t position_offset) const {
   TF_CHECK(ids.rank() == 2 && ids.dtype() == DType::i32, "Gpt: ids must be (B, T) i32, got ", ids.describe());
-  Tensor x = position.add_to(token_embedding.forward(ids), position_offset);  // (B, T, C)
-  x = dropout(x, config_.dropout, ctx);
+  const Tensor x = position.add_to(token_embedding.forward(ids), position_offset);  // (B, T, C)
+  return dropout(x, config_.dropout, ctx);
+}
+
+Tensor Gpt::head(const Tensor& h) const {
+  return config_.tie_embeddings ? ops::linear(h, token_embedding.weight) : lm_head.forward(h);  // (B, T, V)
+}
+
+Tensor Gpt::hidden(const Tensor& ids, const Context& ctx, int64_t position_offset) const {
+  Tensor x = embed(ids, ctx, position_offset);  // (B, T, C)
   for (const auto& block : blocks) x = block.forward(x, Tensor(), ctx, position_offset);
   return ln_f.forward(x);
 }
 
 Tensor Gpt::logits(const Tensor& ids, const Tensor& key_padding, const Context& ctx) const {
   TF_CHECK(!key_padding.defined(), "Gpt: a causal language model takes no key-padding mask");
-  const Tensor h = hidden(ids, ctx);
-  return config_.tie_embeddings ? ops::linear(h, token_embedding.weight) : lm_head.forward(h);  // (B, T, V)
+  return head(hidden(ids, ctx));
 }
 
 Tensor Gpt::loss(const Tensor& ids, const Tensor& targets, const Tensor& key_padding, const Context& ctx) const {
   return ops::cross_entropy(logits(ids, key_padding, ctx), targets);
+}
+
+KvCache Gpt::make_cache(int64_t batch) const {
+  KvCache::Options o;
+  o.n_layers = config_.n_layers;
+  o.batch = batch;
+  o.kv_heads = config_.n_kv_heads > 0 ? config_.n_kv_heads : config_.n_heads;
+  o.capacity = config_.max_seq_len;
+  o.head_dim = config_.head_dim();
+  o.dtype = token_embedding.weight.dtype();
+  return KvCache(o);
+}
+
+Tensor Gpt::logits_cached(const Tensor& new_ids, KvCache& cache, const Context& ctx) const {
+  // Nothing here is recorded (the cache's writes are not ops), so a gradient would be silently wrong.
+  TF_CHECK(!grad_enabled(), "Gpt::logits_cached is for inference: call it under a NoGradGuard");
+  TF_CHECK(new_ids.rank() == 2 && new_ids.dtype() == DType::i32 && new_ids.dim(1) > 0,
+           "Gpt::logits_cached: new_ids must be (B, T) i32 with T >= 1, got ", new_ids.describe());
+  const KvCache::Options& o = cache.options();
+  TF_CHECK(o.n_layers == config_.n_layers && o.batch == new_ids.dim(0) && o.head_dim == config_.head_dim() &&
+               o.dtype == token_embedding.weight.dtype(),
+           "Gpt::logits_cached: the cache (", o.n_layers, " layers, batch ", o.batch, ", head_dim ", o.head_dim, ", ",
+           dtype_name(o.dtype), ") does not fit this model and batch (", config_.n_layers, " layers, batch ",
+           new_ids.dim(0), ", head_dim ", config_.head_dim(), ", ", dtype_name(token_embedding.weight.dtype()),
+           "); build it with make_cache()");
+  const int64_t T = new_ids.dim(1), offset = cache.length();
+  TF_CHECK_INPUT(offset + T <= std::min(cache.capacity(), config_.max_seq_len), "Gpt::logits_cached: ", offset,
+                 " cached positions plus ", T, " new exceed max_seq_len ", config_.max_seq_len,
+                 " (clear() the cache and continue from a shorter context)");
+  Tensor x = embed(new_ids, ctx, offset);  // (B, T, C)
+  for (size_t i = 0; i < blocks.size(); ++i) x = blocks[i].forward_cached(x, cache, static_cast<int64_t>(i), ctx);
+  cache.advance(T);
+  return head(ln_f.forward(x));  // (B, T, V)
 }
 
 ParamList Gpt::parameters() const {

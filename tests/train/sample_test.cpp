@@ -1,5 +1,6 @@
-// Sampling: the filters against hand-computed distributions, draws against binomial bounds, and
-// sample() against a manual greedy loop over the model's logits.
+// Sampling: the filters against hand-computed distributions, draws against binomial bounds,
+// sample() against a manual greedy loop over the model's logits, and the KV-cached decoder against
+// the full recompute (same tokens, across restarts of the context window).
 #include "train/sample.h"
 
 #include <gtest/gtest.h>
@@ -13,15 +14,18 @@ namespace {
 
 // A small GPT with weights large enough (std 0.3) that its next-token distributions are far from
 // uniform, so greedy choices are clear and different seeds give different samples.
-layers::Gpt small_gpt(int64_t max_seq_len = 8) {
+layers::Gpt small_gpt(int64_t max_seq_len = 8, DType dtype = DType::f32,
+                      layers::PositionEncoding position = layers::PositionEncoding::learned, int64_t kv_heads = 0) {
   layers::ModelConfig c;
   c.vocab_size = 11;
   c.max_seq_len = max_seq_len;
   c.d_model = 16;
   c.n_layers = 2;
   c.n_heads = 2;
+  c.n_kv_heads = kv_heads;
+  c.position = position;
   c.init_std = 0.3;
-  layers::Init init{Rng(3)};
+  layers::Init init{Rng(3), dtype};
   return layers::Gpt(c, init);
 }
 
@@ -40,8 +44,10 @@ std::vector<int32_t> manual_greedy(const layers::Gpt& model, std::vector<int32_t
   return ids;
 }
 
-SampleOptions with(double temperature, int64_t top_k = 0, double top_p = 1.0, uint64_t seed = 0, int64_t tokens = 6) {
+SampleOptions with(double temperature, int64_t top_k = 0, double top_p = 1.0, uint64_t seed = 0, int64_t tokens = 6,
+                   bool kv_cache = true) {
   SampleOptions o;
+  o.kv_cache = kv_cache;
   o.tokens = tokens;
   o.temperature = temperature;
   o.top_k = top_k;
@@ -173,23 +179,59 @@ TEST(Sample, RejectsEmptyPromptsAndUnknownIds) {
   EXPECT_THROW(sample(model, {1}, with(-0.5)), InputError);
 }
 
-TEST(Sample, CropsTheContextToMaxSeqLen) {
+TEST(Sample, FollowsTheContextWindowOfTheNote) {
+  // Note [context window] with max_seq_len L = 8, a 12-id prompt and 5 new ids: token 1 sees the
+  // prompt's last 8 ids, ids[4, 12); token 1 makes the context 9 > 8 ids, so token 2 restarts from
+  // the last L / 2 = 4 ids, ids[9, 13), and tokens 3 to 5 see that window grown: [9, 14) .. [9, 16).
   const layers::Gpt model = small_gpt(/*max_seq_len=*/8);
-  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 1};  // 12 > 8
-  const auto long_run = sample(model, prompt, with(0.0, 0, 1.0, 0, 5));
-  ASSERT_EQ(long_run.size(), 17u);
-  // The model sees only the last 8 ids at every step, so continuing the last 8 of the prompt gives
-  // the same new ids, and so does a manual loop that crops the same way.
-  const std::vector<int32_t> tail(prompt.end() - 8, prompt.end());
-  const auto short_run = sample(model, tail, with(0.0, 0, 1.0, 0, 5));
-  EXPECT_EQ(std::vector<int32_t>(long_run.begin() + 12, long_run.end()),
-            std::vector<int32_t>(short_run.begin() + 8, short_run.end()));
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 1};
+  const size_t starts[] = {4, 9, 9, 9, 9};
   std::vector<int32_t> manual = prompt;
-  for (int i = 0; i < 5; ++i) {
-    const auto step = manual_greedy(model, std::vector<int32_t>(manual.end() - 8, manual.end()), 1);
+  for (const size_t start : starts) {
+    const auto step = manual_greedy(model, std::vector<int32_t>(manual.begin() + start, manual.end()), 1);
     manual.push_back(step.back());
   }
-  EXPECT_EQ(long_run, manual);
+  for (const bool kv_cache : {true, false}) {
+    EXPECT_EQ(sample(model, prompt, with(0.0, 0, 1.0, 0, 5, kv_cache)), manual) << "kv_cache " << kv_cache;
+    // Only the last 8 ids of a longer prompt matter.
+    const std::vector<int32_t> tail(prompt.end() - 8, prompt.end());
+    const auto short_run = sample(model, tail, with(0.0, 0, 1.0, 0, 5, kv_cache));
+    EXPECT_EQ(std::vector<int32_t>(short_run.begin() + 8, short_run.end()),
+              std::vector<int32_t>(manual.begin() + 12, manual.end()));
+  }
+}
+
+// The cached decoder draws the same tokens as the full recompute for a fixed seed: greedy, plain
+// temperature and filtered sampling, with every position encoding and grouped-query attention,
+// over 30 tokens with max_seq_len 8, so the window restarts (and the cache is cleared and
+// prefilled again) five times. In float64 the logits agree exactly; in float32 they differ by
+// rounding only (tests/layers/kv_cache_test.cpp), far less than the gaps between these draws.
+TEST(Sample, KvCacheDrawsTheSameTokensAsTheFullRecompute) {
+  using layers::PositionEncoding;
+  const std::vector<int32_t> short_prompt = {1, 4, 2}, long_prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 1};
+  const SampleOptions options[] = {with(0.0, 0, 1.0, 0, 30), with(1.3, 0, 1.0, 9, 30), with(0.8, 5, 0.9, 21, 30)};
+  for (const DType dtype : {DType::f32, DType::f64})
+    for (const auto position :
+         {PositionEncoding::none, PositionEncoding::sinusoidal, PositionEncoding::learned, PositionEncoding::rope})
+      for (const int64_t kv_heads : {0, 1}) {
+        const layers::Gpt model = small_gpt(8, dtype, position, kv_heads);
+        for (const auto& prompt : {short_prompt, long_prompt})
+          for (SampleOptions o : options) {
+            o.kv_cache = true;
+            const auto cached = sample(model, prompt, o);
+            o.kv_cache = false;
+            EXPECT_EQ(cached, sample(model, prompt, o))
+                << dtype_name(dtype) << " " << layers::position_encoding_name(position) << " kv_heads " << kv_heads
+                << " prompt " << prompt.size() << " temperature " << o.temperature;
+          }
+      }
+}
+
+TEST(Sample, TemperatureSamplesAreNotAllGreedy) {
+  // Guards the test above: its temperature runs must draw more than the argmax, or they would
+  // compare nothing greedy did not.
+  const layers::Gpt model = small_gpt();
+  EXPECT_NE(sample(model, {1, 4, 2}, with(1.3, 0, 1.0, 9, 30)), sample(model, {1, 4, 2}, with(0.0, 0, 1.0, 0, 30)));
 }
 
 }  // namespace

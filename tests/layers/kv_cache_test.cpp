@@ -1,0 +1,228 @@
+// KV-cached GPT inference against the full recompute: for every position encoding, with and
+// without grouped-query attention, the cached path's logits for each new position are the full
+// forward's rows at that position (bit for bit in float64, to float32 rounding on the fast
+// kernels), over a prefill chunk, further chunks and single tokens; the cache's buffers are
+// allocated once; misuse is refused.
+#include "layers/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "framework/autograd/tape.h"
+#include "framework/kernels/onednn.h"
+#include "model_fixtures.h"
+#include "support/compare.h"
+
+namespace tf::layers {
+namespace {
+
+using namespace testing;
+using tf::testing::all_close;
+
+// A GPT of the tiny test size but with room for 12 positions, kv_heads key/value heads (0: all).
+ModelConfig cached_config(PositionEncoding position, int64_t n_heads, int64_t kv_heads) {
+  ModelConfig c = tiny_config(Architecture::gpt, position);
+  c.max_seq_len = 12;
+  c.n_heads = n_heads;
+  c.n_kv_heads = kv_heads;
+  return c;
+}
+
+// logits[:, begin:end] of (B, T, V) logits, as a new (B, end - begin, V) tensor of the same dtype.
+Tensor positions(const Tensor& logits, int64_t begin, int64_t end) {
+  const int64_t B = logits.dim(0), T = logits.dim(1), V = logits.dim(2);
+  const std::vector<double> v = logits.to_vector();
+  std::vector<double> out;
+  for (int64_t b = 0; b < B; ++b) out.insert(out.end(), v.begin() + (b * T + begin) * V, v.begin() + (b * T + end) * V);
+  return Tensor::from_vector(out, {B, end - begin, V}, logits.dtype());
+}
+
+// ids[:, begin:end] of (B, T) ids.
+Tensor id_columns(const Tensor& ids, int64_t begin, int64_t end) {
+  const int64_t B = ids.dim(0), T = ids.dim(1);
+  std::vector<int32_t> out;
+  for (int64_t b = 0; b < B; ++b)
+    out.insert(out.end(), ids.data<int32_t>() + b * T + begin, ids.data<int32_t>() + b * T + end);
+  return Tensor::from_ids(out, {B, end - begin});
+}
+
+// Runs ids (B, T) through the cache in chunks of the given lengths (summing to T) and returns each
+// chunk's logits next to the same rows of one full forward pass over the whole sequence.
+struct ChunkResult {
+  Tensor cached, full;  // (B, chunk, V) each
+};
+std::vector<ChunkResult> run_chunks(const Gpt& model, const Tensor& ids, const std::vector<int64_t>& chunks) {
+  const NoGradGuard no_grad;
+  const Context eval;
+  const Tensor full = model.logits(ids, Tensor(), eval);  // (B, T, V)
+  KvCache cache = model.make_cache(ids.dim(0));
+  std::vector<ChunkResult> out;
+  int64_t begin = 0;
+  for (const int64_t n : chunks) {
+    out.push_back({model.logits_cached(id_columns(ids, begin, begin + n), cache, eval), positions(full, begin, begin + n)});
+    begin += n;
+    EXPECT_EQ(cache.length(), begin);
+  }
+  return out;
+}
+
+struct CacheCase {
+  PositionEncoding position;
+  int64_t heads, kv_heads;
+};
+void PrintTo(const CacheCase& c, std::ostream* out) {
+  *out << position_encoding_name(c.position) << " H=" << c.heads << " G=" << (c.kv_heads ? c.kv_heads : c.heads);
+}
+
+class CachedGpt : public ::testing::TestWithParam<CacheCase> {
+ protected:
+  ModelConfig config() const { return cached_config(GetParam().position, GetParam().heads, GetParam().kv_heads); }
+};
+
+// float64 runs the reference kernels, which compute every output row by the same loops in the
+// same order whatever the number of rows or cached keys, so nothing may differ at all.
+TEST_P(CachedGpt, Float64LogitsEqualTheFullForwardExactly) {
+  Init init{Rng(3), DType::f64};
+  const Gpt model(config(), init);
+  perturb(model.parameters(), 4);
+  const Tensor ids = random_ids({2, 12}, 11, 5);
+  // A prefill chunk, a second chunk (T_q > 1 over a non-empty cache), then single tokens to the end.
+  const std::vector<int64_t> chunks = {4, 3, 1, 1, 1, 1, 1};
+  const auto results = run_chunks(model, ids, chunks);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::vector<double> cached = results[i].cached.to_vector(), full = results[i].full.to_vector();
+    ASSERT_EQ(cached.size(), full.size());
+    for (size_t e = 0; e < cached.size(); ++e) ASSERT_EQ(cached[e], full[e]) << "chunk " << i << ", element " << e;
+  }
+}
+
+// float32 on the fast kernels: oneDNN picks different blockings for 1 row and for 12 rows (and for
+// 1..12 keys), so sums are formed in another order. Each logit is a chain of dot products of length
+// <= 4C = 32 through 2 blocks; reordering a float32 sum of n terms moves it by about n * 2^-24
+// relative to the sum of magnitudes, ~2e-6 here, a few times over through the layers, on logits of
+// size ~1 (weights perturbed by 0.3): 2e-5 absolute is a safe bound that a wrong position, a stale
+// key or a missing mask (errors of order 0.1) cannot meet.
+TEST_P(CachedGpt, Float32LogitsMatchTheFullForwardToRounding) {
+  Init init{Rng(3), DType::f32};
+  const Gpt model(config(), init);
+  Rng rng(4);  // perturb() for float32 parameters
+  for (const auto& p : model.parameters()) {
+    const Tensor noise = randn(p.tensor.shape(), rng, 0.3, DType::f32);
+    for (int64_t i = 0; i < p.tensor.numel(); ++i) p.tensor.data<float>()[i] += noise.data<float>()[i];
+  }
+  const Tensor ids = random_ids({1, 12}, 11, 6);
+  const auto results = run_chunks(model, ids, {5, 1, 1, 2, 1, 1, 1});
+  for (size_t i = 0; i < results.size(); ++i)
+    EXPECT_TRUE(all_close(results[i].cached, results[i].full, 0, 2e-5)) << "chunk " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(, CachedGpt,
+                         ::testing::Values(CacheCase{PositionEncoding::none, 2, 0},
+                                           CacheCase{PositionEncoding::sinusoidal, 2, 0},
+                                           CacheCase{PositionEncoding::learned, 2, 0},
+                                           CacheCase{PositionEncoding::rope, 2, 0},
+                                           CacheCase{PositionEncoding::learned, 4, 2},   // grouped-query
+                                           CacheCase{PositionEncoding::rope, 4, 1},      // multi-query
+                                           CacheCase{PositionEncoding::sinusoidal, 4, 2}));
+
+// The decoding-step kernel against the reference kernel run in float64 on the same (float) inputs,
+// on odd sizes: query heads per key/value head, query rows (the last T_q of T_k, causal), keys, and
+// head sizes that are not multiples of the vector width. Inputs are N(0, 1). Each output is a
+// convex combination of values, formed from dot products of D <= 67 terms and a sum of T_k <= 130
+// exponentials; float32 rounding in each (about n * 2^-24 relative to the sum of magnitudes, and
+// exp_fast's 0.87 ulp) stays below 1e-5 here; wrong masking or scaling errs by far more than 1e-2.
+TEST(AttentionStepFast, MatchesTheReferenceKernelOnOddSizes) {
+  for (const int64_t heads : {1, 3})
+    for (const int64_t q_len : {1, 2, 3})
+      for (const int64_t kv_len : {3, 17, 63, 130})
+        for (const int64_t D : {1, 3, 17, 67}) {
+          kernels::AttentionDims d;
+          d.heads = heads;
+          d.q_len = q_len;
+          d.kv_len = kv_len;
+          d.head_dim = d.value_dim = D;
+          d.scale = 1.0 / std::sqrt(static_cast<double>(D));
+          const kernels::AttentionMask mask{.causal = true};
+          const Tensor q = random_normal({heads, q_len, D}, 1).to(DType::f32);
+          const Tensor k = random_normal({kv_len, D}, 2).to(DType::f32), v = random_normal({kv_len, D}, 3).to(DType::f32);
+          Tensor out = Tensor::empty({heads, q_len, D}, DType::f32);
+          attention_step_fast(d, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>());
+          const Tensor q64 = q.to(DType::f64), k64 = k.to(DType::f64), v64 = v.to(DType::f64);
+          Tensor want = Tensor::empty({heads, q_len, D}, DType::f64), lse = Tensor::empty({heads, q_len}, DType::f64);
+          kernels::attention_forward_reference<double>(d, mask, q64.data<double>(), k64.data<double>(),
+                                                       v64.data<double>(), want.data<double>(), lse.data<double>(),
+                                                       nullptr);
+          EXPECT_TRUE(all_close(out.to(DType::f64), want, 1e-5, 1e-5))
+              << "heads " << heads << " T_q " << q_len << " T_k " << kv_len << " D " << D;
+        }
+}
+
+TEST(KvCache, ClearStartsAgainAndGivesTheSameLogits) {
+  Init init{Rng(3), DType::f64};
+  const Gpt model(cached_config(PositionEncoding::learned, 2, 0), init);
+  perturb(model.parameters(), 4);
+  const NoGradGuard no_grad;
+  const Context eval;
+  const Tensor a = random_ids({1, 6}, 11, 7), b = random_ids({1, 3}, 11, 8);
+  KvCache cache = model.make_cache();
+  model.logits_cached(a, cache, eval);
+  cache.clear();
+  EXPECT_EQ(cache.length(), 0);
+  // The stale rows of `a` past length 3 are never read: `b` alone gives b's full forward.
+  EXPECT_TRUE(all_close(model.logits_cached(b, cache, eval), model.logits(b, Tensor(), eval), 0, 0));
+}
+
+TEST(KvCache, BuffersAreAllocatedOnceAndNeverMoveAndStepsMakeNoPrimitives) {
+  Init init{Rng(3), DType::f32};
+  const Gpt model(cached_config(PositionEncoding::rope, 4, 2), init);
+  const NoGradGuard no_grad;
+  const Context eval;
+  const uint64_t before = storage_allocation_count();
+  KvCache cache = model.make_cache();
+  EXPECT_EQ(storage_allocation_count() - before, 2u * 2u);  // keys and values of 2 layers
+  EXPECT_EQ(cache.keys(0).shape(), Shape({1, 2, 12, 2}));   // (B, G, L, D): D = 8 / 4
+  std::vector<const void*> buffers;
+  for (int64_t l = 0; l < 2; ++l) buffers.insert(buffers.end(), {cache.keys(l).raw_data(), cache.values(l).raw_data()});
+  model.logits_cached(random_ids({1, 4}, 11, 1), cache, eval);
+  model.logits_cached(random_ids({1, 1}, 11, 2), cache, eval);
+  // A decoding step creates no oneDNN primitive either (the key count grows every step: a kernel
+  // keyed by shape would make new ones each time).
+  const uint64_t primitives = kernels::onednn_primitives_created();
+  for (int i = 0; i < 7; ++i) model.logits_cached(random_ids({1, 1}, 11, 3 + i), cache, eval);
+  EXPECT_EQ(kernels::onednn_primitives_created(), primitives);
+  EXPECT_EQ(cache.length(), 12);
+  for (int64_t l = 0; l < 2; ++l) {
+    EXPECT_EQ(cache.keys(l).raw_data(), buffers[2 * l]);
+    EXPECT_EQ(cache.values(l).raw_data(), buffers[2 * l + 1]);
+  }
+}
+
+TEST(KvCache, RefusesOverflowGradModeAndMismatchedCaches) {
+  Init init{Rng(3), DType::f32};
+  const Gpt model(cached_config(PositionEncoding::learned, 2, 0), init);
+  const Context eval;
+  {
+    KvCache cache = model.make_cache();
+    EXPECT_THROW(model.logits_cached(random_ids({1, 2}, 11, 1), cache, eval), Error);  // grad mode is on
+    EXPECT_EQ(cache.length(), 0);
+  }
+  const NoGradGuard no_grad;
+  KvCache cache = model.make_cache();
+  model.logits_cached(random_ids({1, 10}, 11, 1), cache, eval);
+  EXPECT_THROW(model.logits_cached(random_ids({1, 3}, 11, 2), cache, eval), InputError);  // 13 > 12
+  EXPECT_EQ(cache.length(), 10);  // a refused call leaves the cache as it was
+  model.logits_cached(random_ids({1, 2}, 11, 3), cache, eval);  // exactly full is fine
+  EXPECT_EQ(cache.length(), 12);
+
+  KvCache batch2 = model.make_cache(2);
+  EXPECT_THROW(model.logits_cached(random_ids({1, 2}, 11, 1), batch2, eval), Error);  // batch 1 ids
+  Init init64{Rng(3), DType::f64};
+  const Gpt model64(cached_config(PositionEncoding::learned, 2, 0), init64);
+  KvCache cache32 = model.make_cache();
+  EXPECT_THROW(model64.logits_cached(random_ids({1, 2}, 11, 1), cache32, eval), Error);  // f32 cache, f64 model
+}
+
+}  // namespace
+}  // namespace tf::layers
