@@ -84,19 +84,21 @@ def fmt(value, spec=",.0f", missing="-"):
     return missing if value is None else format(value, spec)
 
 
-def alternate(runner, config_args, repeats, with_torch=True):
+def alternate(runner, config_args, repeats):
     """Runs both implementations `repeats` times, alternating which goes first."""
-    runs = {"tapeformer": [], "torch": []}
+    runs = {"tapeformer": [], "torch": [], "rounds": []}  # rounds: (tapeformer, torch) both done
     for r in range(repeats):
         order = ["tapeformer", "torch"] if r % 2 == 0 else ["torch", "tapeformer"]
+        done = {}
         for impl in order:
-            if impl == "torch" and not with_torch:
-                continue
             result = runner.run(impl, config_args)
             if "error" in result:
                 print(f"  {impl} {' '.join(config_args)}: {result['error']}", flush=True)
             else:
                 runs[impl].append(result)
+                done[impl] = result
+        if len(done) == 2:
+            runs["rounds"].append((done["tapeformer"], done["torch"]))
     return runs
 
 
@@ -108,39 +110,25 @@ def measure_sgemm(runner, quick, peaks):
     return result
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", default=os.path.join(HERE, "..", "build"), help="build directory (default build/)")
-    p.add_argument("--repeats", type=int, default=3, help="alternated runs per config (default 3)")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--quick", action="store_true", help="a ~2 minute smoke run: 1 repeat, few steps")
-    p.add_argument("--configs", default="ABCDE", help="which configs, e.g. AB")
-    p.add_argument("--timeout", type=int, default=900, help="seconds before one subprocess is given up")
-    p.add_argument("--output", help="also write every run's JSON line to this file")
-    a = p.parse_args()
-    binary = os.path.join(a.build, "bench", "bench_train_step")
-    if not os.path.exists(binary):
-        sys.exit(f"{binary} not found: build it first (cmake --build {a.build} -j2 --target bench_train_step)")
-    ensure_torch()
-    repeats = 1 if a.quick else a.repeats
-    runner = Runner(binary, a.threads, a.timeout)
-    began = time.time()
-    with open("/proc/loadavg") as f:
-        load = " ".join(f.read().split()[:3])
-    print(f"tapeformer vs PyTorch, {a.threads} threads, OMP_WAIT_POLICY=PASSIVE, {repeats} alternated run(s) "
-          f"per config, load average at start {load} (1, 5, 15 min)", flush=True)
+def verdict(ok):
+    return "-" if ok is None else ("met" if ok else "not met")
 
-    # The sgemm peak is measured before and after every config, and the best taken: on a shared
-    # machine a single measurement may land in a busy moment.
+
+def ratio_of(a, b):
+    return a / b if a and b else None
+
+
+def train_section(runner, a, repeats, began, verdicts):
+    """Runs the configs; prints the throughput table. Returns {config: runs}."""
+    # The sgemm peak is measured before the first config and after every one, and the best taken:
+    # on a shared machine a single measurement may land in a busy moment.
     peaks = []
     first = measure_sgemm(runner, a.quick, peaks)
     print(f"sgemm n={first.get('n')}: oneDNN {fmt(first.get('onednn_gflops'), '.1f')} GFLOP/s, "
           f"OpenBLAS {fmt(first.get('blas_gflops'), '.1f')} GFLOP/s", flush=True)
-
-    # ---- training throughput ----------------------------------------------------------------------
     results = {}
     for name in a.configs:
-        target, steps, warmup = CONFIGS[name]
+        _, steps, warmup = CONFIGS[name]
         if a.quick:
             steps, warmup = QUICK_STEPS[name]
         print(f"config {name}: {steps} steps after {warmup} warm-up, {time.time() - began:.0f} s so far", flush=True)
@@ -158,78 +146,123 @@ def main():
     head = ["config", "tf tok/s", "torch tok/s", "ratio", "target", "", "tf RSS MB", "torch RSS MB", "RSS ratio",
             "tf MFU", "torch MFU"]
     rows = []
-    verdicts = []
     for name, runs in results.items():
         target = CONFIGS[name][0]
         tf_tps, pt_tps = median_of(runs["tapeformer"], "tokens_per_s"), median_of(runs["torch"], "tokens_per_s")
         tf_rss, pt_rss = median_of(runs["tapeformer"], "peak_rss_mb"), median_of(runs["torch"], "peak_rss_mb")
-        ratio = tf_tps / pt_tps if tf_tps and pt_tps else None
-        met = "" if target is None or ratio is None else ("met" if ratio >= target else "not met")
-        if met:
-            verdicts.append((f"{name} throughput ratio >= {target}", met))
+        ratio = ratio_of(tf_tps, pt_tps)
+        met = "" if target is None else verdict(None if ratio is None else ratio >= target)
+        if target is not None:
+            verdicts.append((f"{name} throughput ratio >= {target} ({fmt(ratio, '.2f')})", met))
         rows.append([name, fmt(tf_tps), fmt(pt_tps), fmt(ratio, ".2f"), "-" if target is None else f">= {target}", met,
-                     fmt(tf_rss), fmt(pt_rss), fmt(tf_rss / pt_rss if tf_rss and pt_rss else None, ".2f"),
+                     fmt(tf_rss), fmt(pt_rss), fmt(ratio_of(tf_rss, pt_rss), ".2f"),
                      fmt(mfu(runs["tapeformer"]), ".0%"), fmt(mfu(runs["torch"]), ".0%")])
     print_table(head, rows)
+    # Rounds side by side: the two runs of a round are close in time, so on a busy machine their
+    # ratio is steadier than either throughput.
+    for name, runs in results.items():
+        ratios = " ".join(fmt(t["tokens_per_s"] / p["tokens_per_s"], ".2f") for t, p in runs["rounds"])
+        print(f"  {name} per-round ratios: {ratios or '-'}; tapeformer tok/s "
+              + " ".join(fmt(r["tokens_per_s"]) for r in runs["tapeformer"])
+              + "; torch tok/s " + " ".join(fmt(r["tokens_per_s"]) for r in runs["torch"]))
 
     if "B" in results:
         b = results["B"]
         b_mfu = mfu(b["tapeformer"])
         verdicts.append((f"B MFU >= {MFU_TARGET:.0%} of sgemm peak ({fmt(b_mfu, '.0%')})",
-                         "-" if b_mfu is None else ("met" if b_mfu >= MFU_TARGET else "not met")))
-        tf_rss, pt_rss = median_of(b["tapeformer"], "peak_rss_mb"), median_of(b["torch"], "peak_rss_mb")
-        rss_ratio = tf_rss / pt_rss if tf_rss and pt_rss else None
-        verdicts.append((f"B peak RSS <= {RSS_TARGET} x PyTorch's ({fmt(rss_ratio, '.2f')} x)",
-                         "-" if rss_ratio is None else ("met" if rss_ratio <= RSS_TARGET else "not met")))
+                         verdict(None if b_mfu is None else b_mfu >= MFU_TARGET)))
+        rss = ratio_of(median_of(b["tapeformer"], "peak_rss_mb"), median_of(b["torch"], "peak_rss_mb"))
+        verdicts.append((f"B peak RSS <= {RSS_TARGET} x PyTorch's ({fmt(rss, '.2f')} x)",
+                         verdict(None if rss is None else rss <= RSS_TARGET)))
+    return results
 
-    # ---- decode -----------------------------------------------------------------------------------
-    tokens = 64 if a.quick else 256
-    print(f"\nDecode, config B model, batch 1, greedy, {tokens} tokens after an 8-token prompt (tokens/s)")
-    decode_rows = []
+
+def decode_section(runner, quick, verdicts):
+    tokens = 64 if quick else 256
+    print(f"\nDecode, config B model, batch 1, greedy, {tokens} tokens after an 8-token prompt (tokens/s)", flush=True)
+    rows = []
     for cache in (False, True):
-        args = ["--decode", "--decode-tokens", str(tokens)] + (["--kv-cache"] if cache else [])
-        runs = alternate(runner, args, 1)
+        runs = alternate(runner, ["--decode", "--decode-tokens", str(tokens)] + (["--kv-cache"] if cache else []), 1)
         tf = runs["tapeformer"][0] if runs["tapeformer"] else {}
-        tf_text = fmt(tf.get("tokens_per_s"), ",.1f") if tf.get("available", True) else "no KV cache yet"
-        pt = median_of(runs["torch"], "tokens_per_s")
-        decode_rows.append(["with KV cache" if cache else "no KV cache", tf_text, fmt(pt, ",.1f")])
+        available = tf.get("available", False)
+        tf_text = fmt(tf.get("tokens_per_s"), ",.1f") if available or not tf else "no KV cache yet"
+        rows.append(["with KV cache" if cache else "no KV cache", tf_text, fmt(median_of(runs["torch"], "tokens_per_s"), ",.1f")])
         if cache:
-            tps = tf.get("tokens_per_s") if tf.get("available", False) else None
-            verdicts.append((f"B decode with KV cache >= {DECODE_TARGET:.0f} tok/s ({fmt(tps, '.0f', 'no KV cache yet')})",
-                             "not met" if tps is None or tps < DECODE_TARGET else "met"))
-    print_table(["decode", "tapeformer", "torch"], decode_rows)
+            tps = tf.get("tokens_per_s") if available else None
+            verdicts.append((f"B decode with KV cache >= {DECODE_TARGET:.0f} tok/s "
+                             f"({fmt(tps, '.0f', 'no KV cache yet')})", "met" if tps and tps >= DECODE_TARGET else "not met"))
+    print_table(["decode", "tapeformer", "torch"], rows)
 
-    # ---- memory -----------------------------------------------------------------------------------
-    print("\nPeak RSS (MB) of config D's model (C 128, L 2, H 4, batch 1) training at each sequence length")
-    memory_rows = []
+
+def memory_section(runner, results):
+    print("\nPeak RSS (MB) of config D's model (C 128, L 2, H 4, batch 1) training at each sequence length", flush=True)
+    rows = []
     for seq in MEMORY_SEQS:
-        reuse = {2048: "D", 8192: "E"}.get(seq)
+        reuse = {2048: "D", 8192: "E"}.get(seq)  # those runs are configs D and E
         if reuse in results:
             runs = results[reuse]
         else:
             runs = alternate(runner, ["--config", "D", "--seq", str(seq), "--steps", "1", "--warmup", "1"], 1)
         tf_rss, pt_rss = median_of(runs["tapeformer"], "peak_rss_mb"), median_of(runs["torch"], "peak_rss_mb")
-        memory_rows.append([str(seq), fmt(tf_rss), fmt(pt_rss), fmt(tf_rss / pt_rss if tf_rss and pt_rss else None, ".2f")])
-    print_table(["seq", "tapeformer", "torch", "ratio"], memory_rows)
-
-    print("\nTargets")
-    for what, verdict in verdicts:
-        print(f"  {verdict:8s} {what}")
-    print(f"\n{time.time() - began:.0f} s in all")
-    if a.output:
-        with open(a.output, "w") as f:
-            for line in runner.log:
-                f.write(json.dumps(line) + "\n")
+        rows.append([str(seq), fmt(tf_rss), fmt(pt_rss), fmt(ratio_of(tf_rss, pt_rss), ".2f")])
+    print_table(["seq", "tapeformer", "torch", "ratio"], rows)
 
 
 def print_table(head, rows):
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    line = lambda cells: "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    def line(cells):
+        return "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
     print(line(head))
     print("  ".join("-" * w for w in widths))
     for r in rows:
         print(line(r))
     sys.stdout.flush()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default=os.path.join(HERE, "..", "build"), help="build directory (default build/)")
+    p.add_argument("--repeats", type=int, default=3, help="alternated runs per config (default 3)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="a ~2 minute smoke run: 1 round, few steps, 64 decode tokens")
+    p.add_argument("--configs", default="ABCDE", help="which configs, e.g. AB (default ABCDE)")
+    p.add_argument("--sections", default="train,decode,memory", help="which sections (default all three)")
+    p.add_argument("--timeout", type=int, default=900, help="seconds before one subprocess is given up")
+    p.add_argument("--output", help="also write every run's JSON line to this file")
+    a = p.parse_args()
+    binary = os.path.join(a.build, "bench", "bench_train_step")
+    if not os.path.exists(binary):
+        sys.exit(f"{binary} not found: build it first (cmake --build {a.build} -j2 --target bench_train_step)")
+    unknown = set(a.configs) - set(CONFIGS)
+    if unknown:
+        sys.exit(f"--configs: unknown {''.join(sorted(unknown))}; choose from {''.join(CONFIGS)}")
+    ensure_torch()
+    repeats = 1 if a.quick else a.repeats
+    runner = Runner(binary, a.threads, a.timeout)
+    began = time.time()
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print(f"tapeformer vs PyTorch, {a.threads} threads, OMP_WAIT_POLICY=PASSIVE, {repeats} alternated run(s) "
+          f"per config, load average at start {load} (1, 5, 15 min)", flush=True)
+
+    sections = a.sections.split(",")
+    verdicts = []
+    results = train_section(runner, a, repeats, began, verdicts) if "train" in sections else {}
+    if "decode" in sections:
+        decode_section(runner, a.quick, verdicts)
+    if "memory" in sections:
+        memory_section(runner, results)
+
+    print("\nTargets")
+    for what, met in verdicts:
+        print(f"  {met:8s} {what}")
+    print(f"\n{time.time() - began:.0f} s in all")
+    if a.output:
+        with open(a.output, "w") as f:
+            for line in runner.log:
+                f.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":
