@@ -1,0 +1,329 @@
+// Training-step benchmark: tokens/s, peak RSS and FLOPs per token of one model trained on random
+// token batches, printed as one JSON line; also the sgemm peak (the MFU denominator) and decode speed.
+// bench/compare_torch.py runs it beside bench/torch_twin.py, which builds the same models in PyTorch.
+//
+// B = batch, T = seq_len, C = d_model, L = layers, V = vocabulary (256).
+//
+//   bench_train_step --config B --steps 20 --warmup 3           # train: one JSON line
+//   bench_train_step --arch bert --d-model 64 --layers 2 --heads 2 --seq 32 --batch 4
+//   bench_train_step --sgemm                                    # best sgemm GFLOP/s, oneDNN and OpenBLAS
+//   bench_train_step --decode [--kv-cache] --decode-tokens 256  # config B, batch 1, greedy
+//
+// Configs (the performance issue's; all vocab 256, GELU-tanh MLP 4C, pre-LN, fused QKV, learned
+// positions, tied head, AdamW, dropout 0):
+//   A  GPT  C 128, L 4, H 4, T 128,  B 16       D  GPT  C 128, L 2, H 4, T 2048, B 1
+//   B  GPT  C 384, L 6, H 6, T 256,  B 8        E  D with T 8192
+//   C  A as a BERT masked LM (15% of positions are targets)
+//
+// FLOPs per token (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1;
+// the convention of PaLM's MFU, Chowdhery et al. 2022, appendix B):
+//   6 N + 12 L C T,  N = non-embedding parameters (token and position tables excluded)
+// 6 N: forward 2 N (one multiply-add per weight) and backward 4 N (input and weight gradients);
+// 12 L C T: attention scores and the weighted sum of values, 2 matmuls of 2 T C each per layer
+// forward, times 3 with backward. Not counted: the tied LM head (2 V C forward; it is an embedding
+// table), layer norms, GELU, softmax, the optimizer. The formula counts every key for every query,
+// as PaLM's does, though a causal kernel needs only half.
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "data/batcher.h"
+#include "framework/autograd/tape.h"
+#include "framework/error.h"
+#include "framework/kernels/matmul.h"
+#include "layers/models/gpt.h"
+#include "layers/models/model.h"
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "train/sample.h"
+#include "train/trainer.h"
+
+namespace {
+
+using namespace tf;
+using Clock = std::chrono::steady_clock;
+
+struct BenchConfig {
+  std::string name = "custom";  // "A" .. "E", or "custom" for explicit sizes
+  std::string arch = "gpt";     // gpt | bert
+  int64_t d_model = 128, layers = 4, heads = 4, seq = 128, batch = 16;
+};
+
+BenchConfig preset(const std::string& name) {
+  if (name == "A") return {"A", "gpt", 128, 4, 4, 128, 16};
+  if (name == "B") return {"B", "gpt", 384, 6, 6, 256, 8};
+  if (name == "C") return {"C", "bert", 128, 4, 4, 128, 16};
+  if (name == "D") return {"D", "gpt", 128, 2, 4, 2048, 1};
+  if (name == "E") return {"E", "gpt", 128, 2, 4, 8192, 1};
+  throw InputError(concat("--config: expected one of A, B, C, D, E, got '", name, "'"));
+}
+
+constexpr int64_t kVocab = 256;
+// BERT's special tokens take the first ids of the random vocabulary (as [PAD] [MASK] [CLS] [SEP]).
+constexpr int32_t kPad = 0, kMask = 1, kCls = 2, kSep = 3, kFirstOrdinary = 4;
+
+layers::ModelConfig model_config(const BenchConfig& b, int64_t max_seq_len) {
+  layers::ModelConfig m;
+  m.arch = b.arch == "bert" ? layers::Architecture::bert : layers::Architecture::gpt;
+  m.vocab_size = kVocab;
+  m.max_seq_len = max_seq_len;
+  m.d_model = b.d_model;
+  m.n_layers = b.layers;
+  m.n_heads = b.heads;
+  m.position = layers::PositionEncoding::learned;
+  m.causal = m.arch == layers::Architecture::gpt;
+  m.pre_norm = true;  // both architectures: the configs are all pre-LN
+  m.gelu = ops::GeluApprox::tanh;
+  m.tie_embeddings = true;
+  m.dropout = m.attn_dropout = 0.0;
+  return m;
+}
+
+bool is_embedding_table(const std::string& name) {
+  return name == "token_embedding.weight" || name == "position_embedding.weight" ||
+         name == "segment_embedding.weight";
+}
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // Linux reports kilobytes
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A random token stream long enough for many distinct windows; ids avoid BERT's specials.
+std::vector<int32_t> random_stream(const BenchConfig& b, uint64_t seed) {
+  Rng rng(seed);
+  const int64_t n = std::max<int64_t>(200000, 4 * b.batch * (b.seq + 1));
+  std::vector<int32_t> ids(n);
+  const int32_t low = b.arch == "bert" ? kFirstOrdinary : 0;
+  for (int32_t& id : ids) id = low + static_cast<int32_t>(rng.uniform_int(kVocab - low));
+  return ids;
+}
+
+// Batches as the trainer gets them: causal windows for GPT, the masked-LM batcher for BERT
+// (targets = original id at 15% of positions, kIgnoreIndex elsewhere; attention mask all ones).
+struct RandomBatches {
+  struct Batch {
+    Tensor inputs, targets, key_padding;  // (B, T) i32, (B, T) i32, (B, T) f32 or undefined
+  };
+  std::unique_ptr<data::CausalBatcher> causal;
+  std::unique_ptr<data::MaskedLmBatcher> masked;
+
+  RandomBatches(const BenchConfig& b, uint64_t seed) {
+    std::vector<int32_t> ids = random_stream(b, seed);
+    if (b.arch == "bert") {
+      data::MaskedLmTokens tokens;
+      tokens.pad = kPad, tokens.mask = kMask, tokens.cls = kCls, tokens.sep = kSep;
+      tokens.vocab_size = kVocab;
+      masked = std::make_unique<data::MaskedLmBatcher>(std::move(ids), b.batch, b.seq, seed + 1, tokens, 0.15);
+    } else {
+      causal = std::make_unique<data::CausalBatcher>(std::move(ids), b.batch, b.seq, seed + 1);
+    }
+  }
+  Batch next() {
+    if (masked) {
+      data::MaskedLmBatch m = masked->next();
+      return {m.inputs, m.targets, m.attention_mask};
+    }
+    data::CausalBatch c = causal->next();
+    return {c.inputs, c.targets, Tensor()};
+  }
+};
+
+struct TrainOptions {
+  int64_t steps = 20, warmup = 3;
+  bool repeat_batch = false;  // train on the first batch again and again (the loss must fall)
+  uint64_t seed = 1;
+};
+
+// Warmup steps, then `steps` timed steps of the trainer's step: forward, loss, backward, clip to
+// norm 1, AdamW (lr 1e-3, betas 0.9/0.99, weight decay 0.1 on weights only: the recipe defaults).
+void run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
+  layers::Init init{Rng(o.seed), DType::f32};
+  const layers::ModelConfig mc = model_config(b, b.seq);
+  std::unique_ptr<layers::LanguageModel> model = layers::build_model(mc, init);
+  int64_t params = 0, non_embedding = 0;
+  std::vector<optim::ParamRef> refs;
+  for (const layers::NamedParam& p : model->parameters()) {
+    params += p.tensor.numel();
+    if (!is_embedding_table(p.name)) non_embedding += p.tensor.numel();
+    refs.push_back({p.name, p.tensor, p.kind == layers::ParamKind::weight});
+  }
+  optim::AdamW optimizer(refs, {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1});
+  const double flops_per_token = 6.0 * non_embedding + 12.0 * b.layers * b.d_model * b.seq;
+
+  RandomBatches batches(b, o.seed + 100);
+  const RandomBatches::Batch first = batches.next();
+  const layers::Context ctx{true, nullptr, nullptr};  // training, dropout 0: no generator needed
+  std::vector<double> step_seconds, losses;
+  Clock::time_point timed_start = Clock::now();
+  for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
+    if (step == o.warmup) timed_start = Clock::now();
+    const Clock::time_point start = Clock::now();
+    const RandomBatches::Batch batch = o.repeat_batch || step == 0 ? first : batches.next();
+    optimizer.zero_grad();
+    const Tensor loss = model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
+    losses.push_back(loss.item());
+    backward(loss);
+    optim::clip_grad_norm(optimizer.params(), 1.0);
+    optimizer.step();
+    if (step >= o.warmup) step_seconds.push_back(seconds_since(start));
+  }
+  const double elapsed = seconds_since(timed_start);
+  const double tokens_per_s = o.steps > 0 ? static_cast<double>(o.steps * b.batch * b.seq) / elapsed : 0;
+  std::printf(
+      "{\"impl\": \"tapeformer\", \"mode\": \"train\", \"config\": \"%s\", \"arch\": \"%s\", \"d_model\": %lld, "
+      "\"layers\": %lld, \"heads\": %lld, \"seq\": %lld, \"batch\": %lld, \"threads\": %d, \"steps\": %lld, "
+      "\"warmup\": %lld, \"params\": %lld, \"non_embedding_params\": %lld, \"flops_per_token\": %.0f, "
+      "\"tokens_per_s\": %.2f, \"step_s_median\": %.6f, \"model_gflops\": %.3f, \"peak_rss_mb\": %.1f, "
+      "\"loss_first\": %.6f, \"loss_last\": %.6f}\n",
+      b.name.c_str(), b.arch.c_str(), (long long)b.d_model, (long long)b.layers, (long long)b.heads,
+      (long long)b.seq, (long long)b.batch, threads, (long long)o.steps, (long long)o.warmup, (long long)params,
+      (long long)non_embedding, flops_per_token, tokens_per_s, median(step_seconds),
+      tokens_per_s * flops_per_token * 1e-9, peak_rss_mb(), losses.empty() ? 0.0 : losses.front(),
+      losses.empty() ? 0.0 : losses.back());
+}
+
+// The best single-call GFLOP/s of C (n x n) = A (n x n) B (n x n) over `seconds` of repeated
+// calls, after one untimed call (oneDNN creates its primitive there, OpenBLAS its buffers).
+double best_sgemm_gflops(void (*matmul)(const kernels::MatmulDims&, const float*, const float*, float*,
+                                        const float*),
+                         int64_t n, double seconds) {
+  Rng rng(7);
+  const Tensor a = randn({n, n}, rng), b = randn({n, n}, rng), c = Tensor::zeros({n, n});  // (n, n) each
+  kernels::MatmulDims d;
+  d.m = d.n = d.k = n;
+  matmul(d, a.data<float>(), b.data<float>(), c.data<float>(), nullptr);
+  double best = 1e30;
+  const Clock::time_point start = Clock::now();
+  do {
+    const Clock::time_point call = Clock::now();
+    matmul(d, a.data<float>(), b.data<float>(), c.data<float>(), nullptr);
+    best = std::min(best, seconds_since(call));
+  } while (seconds_since(start) < seconds);
+  return 2.0 * n * n * n / best * 1e-9;
+}
+
+void run_sgemm(int64_t n, double seconds, int threads) {
+  const double onednn = best_sgemm_gflops(kernels::matmul_onednn, n, seconds);
+  const double blas = best_sgemm_gflops(kernels::matmul_blas, n, seconds);
+  std::printf(
+      "{\"impl\": \"tapeformer\", \"mode\": \"sgemm\", \"n\": %lld, \"threads\": %d, \"onednn_gflops\": %.2f, "
+      "\"blas_gflops\": %.2f, \"best_gflops\": %.2f}\n",
+      (long long)n, threads, onednn, blas, std::max(onednn, blas));
+}
+
+// The KV-cache switch of train::SampleOptions, once the sampler has one: `bool kv_cache`. Until
+// then a cached decode is reported as unavailable (bench/compare_torch.py prints "no KV cache yet").
+template <class Options>
+concept HasKvCache = requires(Options o) { o.kv_cache = true; };
+
+template <class Options>
+bool set_kv_cache(Options& o, bool on) {
+  if constexpr (HasKvCache<Options>) {
+    o.kv_cache = on;
+    return true;
+  } else {
+    return !on;
+  }
+}
+
+// Greedy decoding of `tokens` new ids after a random prompt, batch 1, with config B's model (its
+// position table sized prompt + tokens, so no context is cropped). One short untimed decode first.
+void run_decode(const BenchConfig& b, int64_t prompt_len, int64_t tokens, bool kv_cache, int threads) {
+  const char* cache = kv_cache ? "true" : "false";
+  train::SampleOptions o;
+  o.temperature = 0;  // greedy: the same work every run, no sampling noise
+  if (!set_kv_cache(o, kv_cache)) {
+    std::printf("{\"impl\": \"tapeformer\", \"mode\": \"decode\", \"kv_cache\": %s, \"available\": false}\n", cache);
+    return;
+  }
+  layers::Init init{Rng(1), DType::f32};
+  const layers::Gpt model(model_config(b, prompt_len + tokens), init);
+  Rng rng(3);
+  std::vector<int32_t> prompt(prompt_len);
+  for (int32_t& id : prompt) id = static_cast<int32_t>(rng.uniform_int(kVocab));
+  o.tokens = std::min<int64_t>(8, tokens);
+  train::sample(model, prompt, o);  // warm-up
+  o.tokens = tokens;
+  const Clock::time_point start = Clock::now();
+  train::sample(model, prompt, o);
+  const double elapsed = seconds_since(start);
+  std::printf(
+      "{\"impl\": \"tapeformer\", \"mode\": \"decode\", \"kv_cache\": %s, \"available\": true, \"config\": \"%s\", "
+      "\"threads\": %d, \"prompt\": %lld, \"tokens\": %lld, \"tokens_per_s\": %.2f, \"peak_rss_mb\": %.1f}\n",
+      cache, b.name.c_str(), threads, (long long)prompt_len, (long long)tokens, tokens / elapsed, peak_rss_mb());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_train_step: tokens/s, peak RSS and FLOPs per token of tapeformer training (one JSON line)"};
+  std::string config_name;
+  BenchConfig custom;
+  TrainOptions train;
+  int64_t threads = 0, sgemm_n = 1024, decode_tokens = 256, prompt_len = 8;
+  double sgemm_seconds = 2.0;
+  bool sgemm = false, decode = false, kv_cache = false;
+  app.add_option("--config", config_name, "A, B, C, D or E (the performance issue's configs)");
+  app.add_option("--arch", custom.arch, "gpt or bert")->check(CLI::IsMember({"gpt", "bert"}))->capture_default_str();
+  app.add_option("--d-model", custom.d_model, "C")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--layers", custom.layers, "L")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--heads", custom.heads, "H")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--seq", custom.seq, "T (overrides a --config's)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batch", custom.batch, "B")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--steps", train.steps, "timed steps")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--warmup", train.warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--seed", train.seed, "initialisation and data seed")->capture_default_str();
+  app.add_flag("--repeat-batch", train.repeat_batch, "train on one batch repeatedly (the loss must fall)");
+  app.add_option("--threads", threads, "OpenMP threads; 0: physical cores (OMP_NUM_THREADS wins)")->capture_default_str();
+  app.add_flag("--sgemm", sgemm, "measure the best sgemm GFLOP/s (oneDNN and OpenBLAS) instead of training");
+  app.add_option("--sgemm-n", sgemm_n, "sgemm size n (n x n x n)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--sgemm-seconds", sgemm_seconds, "seconds per library")->capture_default_str();
+  app.add_flag("--decode", decode, "time greedy decoding with config B (or --config) instead of training");
+  app.add_flag("--kv-cache", kv_cache, "decode with the sampler's KV cache");
+  app.add_option("--decode-tokens", decode_tokens, "tokens to generate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--prompt", prompt_len, "prompt length")->check(CLI::PositiveNumber)->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const int n_threads = train::configure_threads(threads);
+    if (sgemm) {
+      run_sgemm(sgemm_n, sgemm_seconds, n_threads);
+      return 0;
+    }
+    BenchConfig b = config_name.empty() ? (decode ? preset("B") : custom) : preset(config_name);
+    if (app.count("--seq")) b.seq = custom.seq;  // the memory sweep: a config at another length
+    if (app.count("--batch")) b.batch = custom.batch;
+    if (decode) {
+      TF_CHECK_INPUT(b.arch == "gpt", "--decode needs a GPT config, got ", b.arch);
+      run_decode(b, prompt_len, decode_tokens, kv_cache, n_threads);
+      return 0;
+    }
+    run_train(b, train, n_threads);
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
