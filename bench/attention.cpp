@@ -7,7 +7,11 @@
 // warmed up, then interleaved for several rounds, each timing `reps` forward + backward pairs per
 // contestant, in an order alternated every round; ratio = the median over rounds of
 // t_naive / t_flash within a round (> 1: flash is faster). --clock cpu uses the process CPU clock,
-// which needs OMP_NUM_THREADS=1; with more threads use the wall clock.
+// which needs OMP_NUM_THREADS=1; with more threads use the wall clock. On the shared 2-core machine
+// under load, two-thread wall times of small shapes come out in multiples of the 4 ms scheduler tick:
+// every parallel region waits for a core (flash has 1 region forward and 3 backward, the
+// materialised kernel 3 and 7 counting its oneDNN matmuls), so only the long shapes' figures there
+// say much about the kernels.
 //
 // Scratch is what each kernel allocates for the call: the naive kernel's workspace of one or two
 // (B, H, T_q, T_k) float buffers, the flash kernel's per-thread blocks (plus delta and dQ partial

@@ -481,12 +481,14 @@ bool flash_attention_preferred(const AttentionDims& d, const AttentionMask& mask
   }();
   if (choice != Choice::automatic) return choice == Choice::flash;
   // Measured with bench/attention.cpp (forward + backward, one thread, process CPU time, ratio =
-  // naive time / flash time): flash is 1.2-1.7x at the recipes' shapes (B=16 H=4 T=128 D=32 causal
-  // 1.6, non-causal 1.3; B=8 H=6 T=256 D=64 causal 1.5; tiny T=32 1.2), 1.3-1.8x non-causal at
-  // D <= 64 for T >= 128, and 2.8x causal at T = 2048 and 8192, where the materialised workspace
-  // is 64 MiB and 1 GiB. The materialised kernel wins where its large oneDNN matmuls beat our block
-  // products and there is no triangle to skip: non-causal D = 128 (0.87x at T = 128), and single
-  // rows, a decoding step (T_q = 1: 0.4x; T_q = 8: 0.8x; even at T_q = 16).
+  // materialised time / flash time, > 1: flash faster): at the recipes' shapes B=16 H=4 T=128 D=32
+  // causal 1.60 (non-causal, BERT: 1.33), B=8 H=6 T=256 D=64 causal 1.64, tiny B=4 H=2 T=32 D=16
+  // 1.10; with attention dropout 0.1, 2.27 and 1.33. Long causal sequences, B=1 H=4 D=32: 3.1 at
+  // T = 2048 and 3.5 at T = 8192, where the materialised kernel's workspace is 128 MiB and 2 GiB in
+  // backward against flash's 1 and 4 MiB. The materialised kernel wins where its large oneDNN
+  // matmuls beat our block products and there is no triangle to skip: non-causal D = 128 (0.87 at
+  // B=8 H=2 T=128), and few query rows, as in a decoding step (T_q = 1: 0.53; T_q = 8: 0.8;
+  // T_q = 16: 1.0-1.2).
   const int64_t workspace = d.batch * d.heads * d.q_len * d.kv_len * static_cast<int64_t>(sizeof(float));
   if (workspace >= (int64_t{64} << 20)) return true;  // memory first: S alone would take >= 64 MiB
   if (d.q_len < 16) return false;
