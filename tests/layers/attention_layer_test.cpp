@@ -193,7 +193,9 @@ TEST(MultiHeadAttentionLayer, AttentionWeightsOnRequestChangeNothing) {
           const double p = P.at((bh * 5 + i) * 5 + j);
           EXPECT_GE(p, 0.0);
           const bool masked = (causal && j > i) || (padded && padding.at((bh / 4) * 5 + j) == 0);
-          if (masked) EXPECT_EQ(p, 0.0) << "masked key " << j << " of query " << i;
+          if (masked) {
+            EXPECT_EQ(p, 0.0) << "masked key " << j << " of query " << i;
+          }
           sum += p;
         }
         EXPECT_NEAR(sum, 1.0, 1e-12);
