@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_clock.h"
 #include "framework/kernels/cpu/attention.h"
 #include "framework/kernels/cpu/flash_attention.h"
 #include "framework/random.h"
@@ -42,21 +43,9 @@ using tf::kernels::AttentionMask;
 
 namespace {
 
-bool g_cpu_clock = false;  // --clock cpu
-
-double now_seconds() {
-  if (g_cpu_clock) {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
+using tf::bench::g_cpu_clock;
+using tf::bench::median;
+using tf::bench::now_seconds;
 
 std::string load_average() {
   std::ifstream in("/proc/loadavg");

@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/bench_clock.h"
 #include "framework/autograd/tape.h"
 #include "framework/kernels/matmul.h"
 #include "framework/ops/matmul.h"
@@ -46,6 +47,10 @@ using tf::Tensor;
 using tf::kernels::MatmulDims;
 
 namespace {
+
+using tf::bench::g_cpu_clock;
+using tf::bench::median;
+using tf::bench::now_seconds;
 
 // --- The raw libraries, called as a user of each library would ------------------------------------
 
@@ -105,22 +110,6 @@ long minor_page_faults() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_minflt;
-}
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
-bool g_cpu_clock = false;  // --clock cpu
-
-double now_seconds() {
-  if (g_cpu_clock) {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double seconds_per_call(const std::function<void()>& f, int reps) {
