@@ -24,12 +24,16 @@ Tensor TransformerBlock::forward_cached(const Tensor& x, KvCache& cache, int64_t
 Tensor TransformerBlock::sublayers(const Tensor& x, const std::function<Tensor(const Tensor&)>& attend,
                                    const Context& ctx) const {
   const double p = options.dropout;
+  auto attention = [&](const Tensor& in) { return in_layer("attn", [&] { return attend(in); }); };
+  auto feed_forward = [&](const Tensor& in) { return in_layer("mlp", [&] { return mlp.forward(in); }); };
+  auto norm_1 = [&](const Tensor& in) { return in_layer("ln_1", [&] { return ln_1.forward(in); }); };
+  auto norm_2 = [&](const Tensor& in) { return in_layer("ln_2", [&] { return ln_2.forward(in); }); };
   if (options.pre_norm) {
-    Tensor h = ops::add(x, dropout(attend(ln_1.forward(x)), p, ctx));
-    return ops::add(h, dropout(mlp.forward(ln_2.forward(h)), p, ctx));
+    Tensor h = ops::add(x, dropout(attention(norm_1(x)), p, ctx));
+    return ops::add(h, dropout(feed_forward(norm_2(h)), p, ctx));
   }
-  Tensor h = ln_1.forward(ops::add(x, dropout(attend(x), p, ctx)));
-  return ln_2.forward(ops::add(h, dropout(mlp.forward(h), p, ctx)));
+  Tensor h = norm_1(ops::add(x, dropout(attention(x), p, ctx)));
+  return norm_2(ops::add(h, dropout(feed_forward(h), p, ctx)));
 }
 
 void TransformerBlock::parameters(ParamList& out, const std::string& prefix) const {

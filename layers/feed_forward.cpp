@@ -9,7 +9,10 @@ FeedForward::FeedForward(const Options& o, Init& init) : gelu(o.gelu) {
   proj = Linear({d_ff, o.d_model, o.bias, o.proj_init_std}, init);
 }
 
-Tensor FeedForward::forward(const Tensor& x) const { return proj.forward(ops::gelu(fc.forward(x), gelu)); }
+Tensor FeedForward::forward(const Tensor& x) const {
+  const Tensor hidden = in_layer("fc", [&] { return ops::gelu(fc.forward(x), gelu); });
+  return in_layer("proj", [&] { return proj.forward(hidden); });
+}
 
 void FeedForward::parameters(ParamList& out, const std::string& prefix) const {
   fc.parameters(out, prefix + "fc.");

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/autograd/tape.h"
 #include "framework/random.h"
 #include "framework/tensor.h"
 
@@ -57,6 +58,14 @@ struct Context {
                                                      // its probabilities (B, H, T_q, T_k)
   uint64_t next_seed() const;       // a fresh dropout seed from rng
 };
+
+// Runs run() with `name` (and `index`, if given) appended to the layer path, so that anomaly mode
+// can say where an op ran: in_layer("ln_f", [&] { return ln_f.forward(x); }). See LayerScope.
+template <class F>
+Tensor in_layer(const char* name, F&& run, int64_t index = -1) {
+  LayerScope scope(name, index);
+  return run();
+}
 
 // ops::dropout when training and p > 0, identity otherwise.
 Tensor dropout(const Tensor& x, double p, const Context& ctx);

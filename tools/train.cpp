@@ -12,6 +12,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   static bool dry_run = false;
   static std::string resume;
   static std::string profile;
+  static bool anomaly = false;
   cmd->add_option("recipe", recipe_path, "Recipe file (YAML), e.g. recipes/gpt_brown_char.yaml")->required();
   cmd->add_option("--set", overrides, "Override a recipe key: --set optim.lr=3e-4 (repeatable)");
   cmd->add_flag("--dry-run", dry_run, "Validate, build the model, print the resolved recipe and costs; train nothing");
@@ -21,10 +22,14 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->expected(0, 1)
       ->default_str("wall")
       ->check(CLI::IsMember({"wall", "cpu"}));
+  cmd->add_flag("--anomaly", anomaly,
+                "Check every op's output and gradient; stop at the first non-finite value, naming the op, "
+                "layer and step (as train.anomaly: true; slow)");
   CLI::Option* resume_opt =
       cmd->add_option("--resume", resume, "Continue from CKPT, or from the run folder's newest checkpoint")
           ->expected(0, 1);
   cmd->callback([&exit_code, resume_opt] {
+    if (anomaly) overrides.push_back("train.anomaly=true");
     const train::Recipe recipe = train::load_recipe(recipe_path, overrides);
     train::TrainOptions options;
     options.dry_run = dry_run;

@@ -39,15 +39,14 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
       profile::Scope scope("batches.next");
       return batches.next();
     }();
-    Tensor loss;
     try {
-      loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
+      const Tensor loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
+      loss_sum += loss.item();
+      backward(accum == 1 ? loss : ops::scale(loss, 1.0 / accum));
     } catch (const Error& e) {
-      if (!anomaly_detection()) throw;
+      if (!anomaly_detection()) throw;  // anomaly mode's errors are the user's to act on: say the step
       throw InputError(concat("step ", run.step + 1, ": ", e.what(), "; stopping (no checkpoint of this state is written)"));
     }
-    loss_sum += loss.item();
-    backward(accum == 1 ? loss : ops::scale(loss, 1.0 / accum));
   }
   StepResult result;
   result.loss = loss_sum / accum;

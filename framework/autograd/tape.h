@@ -24,6 +24,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "framework/tensor.h"
@@ -36,6 +37,7 @@ struct Node {
   // Reads the gradients of `outputs` and calls accumulate_grad on each input that needs one.
   virtual void backward() = 0;
   std::vector<Tensor> outputs;
+  std::string layer;  // the layer path when recorded, kept only in anomaly mode (see LayerScope)
 };
 
 class Tape {
@@ -49,6 +51,8 @@ class Tape {
   uint64_t generation() const { return generation_; }
 
  private:
+  void run_backward();  // the reverse walk itself, newest node first
+
   std::vector<std::unique_ptr<Node>> nodes_;
   uint64_t generation_ = 1;  // bumped on every clear, so stale tensors are recognised
 };
@@ -69,10 +73,31 @@ class NoGradGuard {
 };
 
 // Anomaly detection: while on, every recorded op's outputs are checked, and the first non-finite
-// value throws an Error naming the op and its position on the tape (the trainer adds the step).
-// Costs one pass over each output; off by default.
+// value throws an Error naming the op, the layer it ran in and its position on the tape (the
+// trainer adds the step). During backward, every gradient an op's backward passes to
+// accumulate_grad is checked too, naming the op and layer whose backward produced it.
+// Costs one pass over each output and gradient; off by default.
 void set_anomaly_detection(bool on);
 bool anomaly_detection();
+
+// The layer path ("blocks.2.attn"): layers name the sublayers they run, with the same names as
+// their parameters, so an anomaly says where in the model it appeared. Scopes nest:
+//
+//   LayerScope block("blocks", 2);   // "blocks.2"
+//   { LayerScope a("attn"); ... }    // ops recorded here are in "blocks.2.attn"
+//
+// Outside anomaly mode a LayerScope does nothing but test a flag.
+class LayerScope {
+ public:
+  explicit LayerScope(const char* name, int64_t index = -1);
+  ~LayerScope();
+  LayerScope(const LayerScope&) = delete;
+  LayerScope& operator=(const LayerScope&) = delete;
+
+ private:
+  size_t previous_length_;
+};
+const std::string& layer_path();  // this thread's current path; empty outside every scope
 
 // True when an op over these inputs must be recorded.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);

@@ -23,19 +23,23 @@ Bert::Bert(const ModelConfig& c, Init& init) : config_(c) {
 
 Tensor Bert::encode(const Tensor& ids, const Tensor& key_padding, const Context& ctx, const Tensor& segments) const {
   TF_CHECK(ids.rank() == 2 && ids.dtype() == DType::i32, "Bert: ids must be (B, T) i32, got ", ids.describe());
-  Tensor x = position.add_to(token_embedding.forward(ids));  // (B, T, C)
+  const Tensor tokens = in_layer("token_embedding", [&] { return token_embedding.forward(ids); });
+  Tensor x = in_layer("position_embedding", [&] { return position.add_to(tokens); });  // (B, T, C)
   if (segments.defined()) {
     TF_CHECK(config_.n_segments > 0, "Bert: segments given but model.n_segments is 0");
-    x = ops::add(x, segment_embedding.forward(segments));
+    x = in_layer("segment_embedding", [&] { return ops::add(x, segment_embedding.forward(segments)); });
   }
-  x = dropout(embedding_norm.forward(x), config_.dropout, ctx);
-  for (const auto& block : blocks) x = block.forward(x, key_padding, ctx);
+  x = dropout(in_layer("embedding_norm", [&] { return embedding_norm.forward(x); }), config_.dropout, ctx);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    x = in_layer("blocks", [&] { return blocks[i].forward(x, key_padding, ctx); }, static_cast<int64_t>(i));
   return x;
 }
 
 Tensor Bert::mlm_logits(const Tensor& hidden) const {
-  const Tensor h = mlm_norm.forward(ops::gelu(mlm_dense.forward(hidden), config_.gelu));
-  return ops::linear(h, token_embedding.weight, mlm_bias);
+  LayerScope head("mlm_head");
+  const Tensor dense = in_layer("dense", [&] { return ops::gelu(mlm_dense.forward(hidden), config_.gelu); });
+  const Tensor h = in_layer("norm", [&] { return mlm_norm.forward(dense); });
+  return ops::linear(h, token_embedding.weight, mlm_bias);  // tied to token_embedding, own bias
 }
 
 Tensor Bert::logits(const Tensor& ids, const Tensor& key_padding, const Context& ctx) const {

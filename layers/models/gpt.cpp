@@ -20,18 +20,21 @@ Gpt::Gpt(const ModelConfig& c, Init& init) : config_(c) {
 
 Tensor Gpt::embed(const Tensor& ids, const Context& ctx, int64_t position_offset) const {
   TF_CHECK(ids.rank() == 2 && ids.dtype() == DType::i32, "Gpt: ids must be (B, T) i32, got ", ids.describe());
-  const Tensor x = position.add_to(token_embedding.forward(ids), position_offset);  // (B, T, C)
+  const Tensor tokens = in_layer("token_embedding", [&] { return token_embedding.forward(ids); });
+  const Tensor x = in_layer("position_embedding", [&] { return position.add_to(tokens, position_offset); });  // (B, T, C)
   return dropout(x, config_.dropout, ctx);
 }
 
 Tensor Gpt::head(const Tensor& h) const {
-  return config_.tie_embeddings ? ops::linear(h, token_embedding.weight) : lm_head.forward(h);  // (B, T, V)
+  if (config_.tie_embeddings) return in_layer("token_embedding", [&] { return ops::linear(h, token_embedding.weight); });
+  return in_layer("lm_head", [&] { return lm_head.forward(h); });  // (B, T, V)
 }
 
 Tensor Gpt::hidden(const Tensor& ids, const Context& ctx, int64_t position_offset) const {
   Tensor x = embed(ids, ctx, position_offset);  // (B, T, C)
-  for (const auto& block : blocks) x = block.forward(x, Tensor(), ctx, position_offset);
-  return ln_f.forward(x);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    x = in_layer("blocks", [&] { return blocks[i].forward(x, Tensor(), ctx, position_offset); }, static_cast<int64_t>(i));
+  return in_layer("ln_f", [&] { return ln_f.forward(x); });
 }
 
 Tensor Gpt::logits(const Tensor& ids, const Tensor& key_padding, const Context& ctx) const {

@@ -3,12 +3,14 @@
 // intermediate gradients once backward has run.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 
 #include "framework/autograd/tape.h"
 #include "framework/ops/elementwise.h"
 #include "framework/ops/matmul.h"
+#include "framework/ops/reduce.h"
 #include "framework/tensor.h"
 #include "support/errors.h"
 
@@ -189,15 +191,58 @@ TEST(TapeAnomaly, NamesTheFirstOpProducingNonFinite) {
   Tensor a = Tensor::from_vector({1.0, 0.0}, {2}, DType::f64).set_requires_grad();
   Tensor b = Tensor::from_vector({1.0, 0.0}, {2}, DType::f64).set_requires_grad();
   set_anomaly_detection(true);
-  const std::string message =
-      testing::error_message([&] { ops::div(ops::mul(a, b), b); });  // mul is finite; 0 / 0 in div is not
+  const std::string message = testing::error_message([&] {
+    LayerScope block("blocks", 3);
+    const Tensor product = [&] {
+      LayerScope mlp("mlp");
+      return ops::mul(a, b);  // finite
+    }();
+    LayerScope attn("attn");
+    ops::div(product, b);  // 0 / 0 at element 1
+  });
+  EXPECT_EQ(layer_path(), "");  // every scope closed on the way out
   set_anomaly_detection(false);
   tape().clear();
-  EXPECT_NE(message.find("op 'div'"), std::string::npos) << message;
+  EXPECT_NE(message.find("op 'div' in layer 'blocks.3.attn' (op 2 of the forward pass)"), std::string::npos)
+      << message;
   EXPECT_NE(message.find("element 1"), std::string::npos) << message;
   // Off: the same computation runs through.
   EXPECT_NO_THROW(ops::div(ops::mul(a, b), b));
   tape().clear();
+}
+
+// In backward, the first op whose backward hands on a non-finite gradient is named, with its layer.
+TEST(TapeAnomaly, NamesTheFirstBackwardProducingNonFinite) {
+  // y = a / b with a = 1, b = 1e-200 is 1e200, finite; dy/db = -a / b^2 = -1e400 overflows.
+  Tensor a = Tensor::from_vector({1.0, 1.0}, {2}, DType::f64).set_requires_grad();
+  Tensor b = Tensor::from_vector({1.0, 1e-200}, {2}, DType::f64).set_requires_grad();
+  set_anomaly_detection(true);
+  const std::string message = testing::error_message([&] {
+    Tensor y;
+    {
+      LayerScope head("lm_head");
+      y = ops::div(a, b);
+    }
+    backward(ops::sum(y));
+  });
+  const size_t nodes_left = tape().size();
+  set_anomaly_detection(false);
+  EXPECT_EQ(nodes_left, 0u);  // the interrupted walk cleared the tape
+  EXPECT_NE(message.find("anomaly: the backward of op 'div' in layer 'lm_head' (op 1 of the forward pass) produced -inf "
+                         "at element 1 of the gradient for its input (2,)"),
+            std::string::npos)
+      << message;
+  // Off: backward runs through and leaves the infinity in b's gradient for the trainer's check.
+  a.zero_grad();
+  b.zero_grad();
+  backward(ops::sum(ops::div(a, b)));
+  EXPECT_TRUE(std::isinf(b.grad().to_vector()[1]));
+}
+
+// Outside anomaly mode a LayerScope records nothing.
+TEST(TapeAnomaly, LayerScopesCostNothingWhenOff) {
+  LayerScope block("blocks", 0);
+  EXPECT_EQ(layer_path(), "");
 }
 
 TEST_F(TapeTest, AccumulateAdoptsASoleOwnedTemporaryAndCopiesAShared) {

@@ -132,7 +132,7 @@ TEST_F(Errors, ResumeWithoutACheckpointSaysHowToNameOne) {
                           " (name one: --resume runs/x/ckpt_00000500.h5)");
 }
 
-TEST_F(Errors, AnomalyModeNamesTheOpAndTheStep) {
+TEST_F(Errors, AnomalyModeNamesTheOpTheLayerAndTheStep) {
   // As Trainer.NanWeightStopsAtTheLossCheck, with train.anomaly on: the forward pass stops at the
   // first op whose output holds the NaN, before any loss is computed.
   train(recipe({"checkpoint.interval=1"}), quiet_);
@@ -144,9 +144,16 @@ TEST_F(Errors, AnomalyModeNamesTheOpAndTheStep) {
   TrainOptions resume = quiet_;
   resume.resume = "";
   const std::string message = train_error(recipe({"train.steps=4", "train.anomaly=true"}), resume);
-  EXPECT_EQ(message.rfind("step 3: anomaly: op '", 0), 0u) << message;
+  // ln_f's scale is NaN: layer_norm in ln_f is the first op with a NaN in its output.
+  EXPECT_EQ(message.rfind("step 3: anomaly: op 'layer_norm' in layer 'ln_f' (op ", 0), 0u) << message;
   expect_has(message, "of the forward pass) produced nan");
   expect_has(message, "; stopping (no checkpoint of this state is written)");
+  EXPECT_EQ(latest_checkpoint(tmp_ / "run"), file);
+  // The same through the program's --anomaly flag, from the run's resolved recipe.
+  const Outcome o = run({"train", (tmp_ / "run" / "recipe.yaml").string(), "--set", "train.steps=4", "--anomaly",
+                         "--resume"});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: step 3: anomaly: op 'layer_norm' in layer 'ln_f' (op ");
   EXPECT_EQ(latest_checkpoint(tmp_ / "run"), file);
 }
 
