@@ -37,7 +37,11 @@ struct Node {
   // Reads the gradients of `outputs` and calls accumulate_grad on each input that needs one.
   virtual void backward() = 0;
   std::vector<Tensor> outputs;
-  std::string layer;  // the layer path when recorded, kept only in anomaly mode (see LayerScope)
+  std::string layer;
+  // The gradient of outputs[i], taken from it: backward is its last reader (the tape releases an
+  // intermediate gradient right after the node has run), so an input may adopt it without a copy
+  // (see accumulate_grad). Call once per output, instead of outputs[i].grad().
+  Tensor take_output_grad(size_t i = 0) { return Tensor(std::move(outputs[i].impl().grad)); }  // the layer path when recorded, kept only in anomaly mode (see LayerScope)
 };
 
 class Tape {

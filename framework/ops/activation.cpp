@@ -54,9 +54,9 @@ struct GeluNode : Node {
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t c = 0; c < cols; ++c) d[c] += g[r * cols + c];
       });
-      accumulate_grad(bias, dbias);
+      accumulate_grad(bias, std::move(dbias));
     }
-    accumulate_grad(x, dpre);
+    accumulate_grad(x, std::move(dpre));
   }
 };
 
@@ -106,7 +106,7 @@ struct ReluNode : Node {
       else
         kernels::relu_backward_reference<T>(y.data<T>(), dy.data<T>(), y.numel(), dx.data<T>());
     });
-    accumulate_grad(x, dx);
+    accumulate_grad(x, std::move(dx));
   }
 };
 

@@ -96,9 +96,9 @@ struct AttentionNode : Node {
                                                  log_sum_exp.data<T>(), dout.data<T>(), dq.data<T>(), dk.data<T>(),
                                                  dv.data<T>());
     });
-    accumulate_grad(q, dq);
-    accumulate_grad(k, dk);
-    accumulate_grad(v, dv);
+    accumulate_grad(q, std::move(dq));
+    accumulate_grad(k, std::move(dk));
+    accumulate_grad(v, std::move(dv));
   }
 };
 

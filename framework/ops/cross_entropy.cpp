@@ -55,7 +55,7 @@ struct CrossEntropyNode : Node {
         kernels::cross_entropy_backward_reference<T>(dims, logits.data<T>(), t, log_sum_exp.data<T>(), g,
                                                      dlogits.data<T>());
     });
-    accumulate_grad(logits, dlogits);
+    accumulate_grad(logits, std::move(dlogits));
   }
 };
 

@@ -50,15 +50,17 @@ struct BinaryNode : Node {
   Tensor a, b;  // saved: mul and div need both operands
   const char* op_name() const override { return binary_name(op); }
   void backward() override {
-    const Tensor dout = outputs[0].grad();
+    Tensor dout = take_output_grad();
+    // The last use of dout hands it over (adopted, not copied) when no broadcast was undone.
+    auto last_use = [&](const Shape& shape) { return shape == dout.shape() ? std::move(dout) : sum_to_shape(dout, shape); };
     switch (op) {
       case BinaryOp::add:
         accumulate_grad(a, sum_to_shape(dout, a.shape()));
-        accumulate_grad(b, sum_to_shape(dout, b.shape()));
+        accumulate_grad(b, last_use(b.shape()));
         break;
       case BinaryOp::sub:
-        accumulate_grad(a, sum_to_shape(dout, a.shape()));
         accumulate_grad(b, sum_to_shape(neg(dout), b.shape()));
+        accumulate_grad(a, last_use(a.shape()));
         break;
       case BinaryOp::mul:
         if (a.requires_grad()) accumulate_grad(a, sum_to_shape(mul(dout, b), a.shape()));

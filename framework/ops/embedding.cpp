@@ -36,13 +36,13 @@ struct EmbeddingNode : Node {
   const char* op_name() const override { return "embedding"; }
   void backward() override {
     const Tensor dout = outputs[0].grad();                                     // (..., C)
-    const Tensor dweight = Tensor::zeros(weight.shape(), weight.dtype());      // (V, C)
+    Tensor dweight = Tensor::zeros(weight.shape(), weight.dtype());            // (V, C)
     dispatch(weight.dtype(), [&](auto zero) {
       using T = decltype(zero);
       kernels::embedding_backward_reference<T>(dout.data<T>(), ids.data<int32_t>(), ids.numel(), weight.dim(1),
                                                dweight.data<T>());
     });
-    accumulate_grad(weight, dweight);
+    accumulate_grad(weight, std::move(dweight));
   }
 };
 

@@ -46,9 +46,9 @@ struct LayerNormNode : Node {
     const int64_t channels = x.dim(-1), rows = channels ? x.numel() / channels : 0;
     auto wanted = [](const Tensor& t) { return t.defined() && t.requires_grad(); };
     // Undefined when not wanted: the kernel then skips that gradient.
-    const Tensor dx = wanted(x) ? Tensor::empty(x.shape(), x.dtype()) : Tensor();                  // (R, C)
-    const Tensor dweight = wanted(weight) ? Tensor::zeros(weight.shape(), x.dtype()) : Tensor();  // (C)
-    const Tensor dbias = wanted(bias) ? Tensor::zeros(bias.shape(), x.dtype()) : Tensor();        // (C)
+    Tensor dx = wanted(x) ? Tensor::empty(x.shape(), x.dtype()) : Tensor();                  // (R, C)
+    Tensor dweight = wanted(weight) ? Tensor::zeros(weight.shape(), x.dtype()) : Tensor();  // (C)
+    Tensor dbias = wanted(bias) ? Tensor::zeros(bias.shape(), x.dtype()) : Tensor();        // (C)
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       if (kernels::use_fast<T>())
@@ -62,9 +62,9 @@ struct LayerNormNode : Node {
                                                   data_or_null<T>(dx), data_or_null<T>(dweight),
                                                   data_or_null<T>(dbias));
     });
-    accumulate_grad(x, dx);
-    accumulate_grad(weight, dweight);
-    accumulate_grad(bias, dbias);
+    accumulate_grad(x, std::move(dx));
+    accumulate_grad(weight, std::move(dweight));
+    accumulate_grad(bias, std::move(dbias));
   }
 };
 

@@ -66,7 +66,7 @@ struct MatmulNode : Node {
     const Tensor dc = outputs[0].grad();
     if (a.requires_grad()) {
       Tensor da = trans_a ? matmul(b, dc, trans_b, true) : matmul(dc, b, false, !trans_b);
-      accumulate_grad(a, da);
+      accumulate_grad(a, std::move(da));
     }
     if (b.requires_grad()) {
       Tensor db;
@@ -78,7 +78,7 @@ struct MatmulNode : Node {
       } else {
         db = trans_b ? matmul(dc, a, true, trans_a) : matmul(a, dc, !trans_a, false);
       }
-      accumulate_grad(b, db);
+      accumulate_grad(b, std::move(db));
     }
   }
 };
@@ -124,7 +124,7 @@ struct LinearNode : Node {
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < n; ++j) d[j] += g[r * n + j];
       });
-      accumulate_grad(bias, db);
+      accumulate_grad(bias, std::move(db));
     }
   }
 };

@@ -69,7 +69,7 @@ struct ReduceNode : Node {
   const char* op_name() const override { return name; }
   void backward() override {
     // d(scale * sum_r x_r) / dx_r = scale: the output gradient is broadcast back over each block.
-    Tensor grad = outputs[0].grad();  // a rank-0 x has no steps: count 1, scale 1, grad passes through
+    Tensor grad = take_output_grad();  // a rank-0 x has no steps: count 1, scale 1, grad passes through
     for (size_t s = steps.size(); s-- > 0;) {
       const kernels::ReduceDims& d = steps[s];
       Tensor wider = Tensor::empty({d.outer * d.reduce * d.inner}, grad.dtype());  // (outer, reduce, inner)
@@ -77,9 +77,9 @@ struct ReduceNode : Node {
         using T = decltype(zero);
         kernels::reduce_sum_backward_reference<T>(d, grad.data<T>(), wider.data<T>(), s == 0 ? scale : 1.0);
       });
-      grad = wider;
+      grad = std::move(wider);
     }
-    accumulate_grad(x, grad.view(x.shape()));
+    accumulate_grad(x, std::move(grad).view(x.shape()));
   }
 };
 

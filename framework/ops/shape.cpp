@@ -89,7 +89,7 @@ Shape infer_shape(const Tensor& x, const std::vector<int64_t>& dims) {
 struct ReshapeNode : Node {
   Tensor x;  // not saved for its values: only its shape and gradient
   const char* op_name() const override { return "reshape"; }
-  void backward() override { accumulate_grad(x, outputs[0].grad().view(x.shape())); }
+  void backward() override { accumulate_grad(x, take_output_grad().view(x.shape())); }
 };
 
 }  // namespace
@@ -210,7 +210,7 @@ struct PermuteNode : Node {
     // out[.., i_k, ..] = x[.., i_order[k], ..]: the gradient goes back through the inverse order.
     std::vector<int> inverse(order.size());
     for (size_t k = 0; k < order.size(); ++k) inverse[order[k]] = static_cast<int>(k);
-    accumulate_grad(x, permute_forward(outputs[0].grad(), inverse));
+    accumulate_grad(x, permute_forward(take_output_grad(), inverse));
   }
 };
 
@@ -261,7 +261,7 @@ struct ConcatNode : Node {
         Tensor dx = Tensor::empty(x.shape(), x.dtype());
         copy_rows(static_cast<const std::byte*>(dout.raw_data()) + offset, pitch,
                   static_cast<std::byte*>(dx.raw_data()), width, outer, width);
-        accumulate_grad(x, dx);
+        accumulate_grad(x, std::move(dx));
       }
       offset += width;
     }
@@ -331,7 +331,7 @@ struct SplitNode : Node {
       }
       offset += width;
     }
-    accumulate_grad(x, dx);
+    accumulate_grad(x, std::move(dx));
   }
 };
 

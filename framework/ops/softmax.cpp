@@ -40,7 +40,7 @@ struct SoftmaxNode : Node {
       else
         kernels::softmax_backward_reference<T>(s.rows, s.cols, probs.data<T>(), dprobs.data<T>(), dx.data<T>());
     });
-    accumulate_grad(x, dx);
+    accumulate_grad(x, std::move(dx));
   }
 };
 
@@ -61,7 +61,7 @@ struct LogSoftmaxNode : Node {
         kernels::log_softmax_backward_reference<T>(s.rows, s.cols, logprobs.data<T>(), dlogprobs.data<T>(),
                                                    dx.data<T>());
     });
-    accumulate_grad(x, dx);
+    accumulate_grad(x, std::move(dx));
   }
 };
 
