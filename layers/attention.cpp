@@ -1,7 +1,7 @@
 // Multi-head self-attention layer; the math of each step is in attention.h.
 #include "layers/attention.h"
 
-#include "framework/ops/shape.h"
+#include "framework/ops/heads.h"
 #include "layers/kv_cache.h"
 
 namespace tf::layers {
@@ -18,11 +18,10 @@ MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o
 }
 
 MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int64_t position_offset) const {
-  const int64_t B = x.dim(0), T = x.dim(1), H = options.n_heads, G = kv_heads(), D = head_dim();
-  const std::vector<Tensor> parts = ops::split(in_layer("qkv", [&] { return qkv.forward(x); }), {H * D, G * D, G * D}, -1);
-  // (B, T, heads * D) -> (B, heads, T, D)
-  auto heads = [&](const Tensor& t, int64_t n) { return ops::transpose(ops::reshape(t, {B, T, n, D}), 1, 2); };
-  Heads out{heads(parts[0], H), heads(parts[1], G), heads(parts[2], G)};
+  const int64_t H = options.n_heads, G = kv_heads(), D = head_dim();
+  // (B, T, (H + 2G) D) -> (B, H, T, D), (B, G, T, D), (B, G, T, D)
+  const std::vector<Tensor> parts = ops::split_heads(in_layer("qkv", [&] { return qkv.forward(x); }), {H, G, G}, D);
+  Heads out{parts[0], parts[1], parts[2]};
   if (options.rope) {
     ops::RopeOptions rope = options.rope_options;
     rope.position_offset += position_offset;
@@ -33,9 +32,8 @@ MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int
 }
 
 Tensor MultiHeadAttention::merge_heads(const Tensor& o) const {
-  const int64_t B = o.dim(0), T = o.dim(2), H = options.n_heads, D = head_dim();
   // (B, H, T, D) -> (B, T, H D): the heads side by side, then W_O mixes them.
-  const Tensor merged = ops::reshape(ops::transpose(o, 1, 2), {B, T, H * D});
+  const Tensor merged = ops::merge_heads(o);
   return in_layer("proj", [&] { return proj.forward(merged); });
 }
 

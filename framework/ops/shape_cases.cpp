@@ -1,7 +1,8 @@
-// Gradient-check cases for reshape, transpose, permute, concat and split (including unused split
-// outputs), and an attention-like chain of ~15 ops mixing every family.
+// Gradient-check cases for reshape, transpose, permute, concat, split (including unused split
+// outputs), split_heads and merge_heads, and an attention-like chain of ~15 ops mixing every family.
 #include "framework/ops/cases.h"
 #include "framework/ops/elementwise.h"
+#include "framework/ops/heads.h"
 #include "framework/ops/matmul.h"
 #include "framework/ops/reduce.h"
 #include "framework/ops/shape.h"
@@ -56,6 +57,19 @@ void add_shape_cases(std::vector<OpCase>& cases) {
                      const auto parts = split(in[0], {1, 3}, 0);
                      return add(mul(parts[0], parts[1]), parts[1]);
                    }});
+
+  cases.push_back({"split_heads", "(2, 3, (2 + 1 + 1) x 2) into (2, 2, 3, 2), (2, 1, 3, 2) x 2, mixed",
+                   one({2, 3, 8}), [](In in) {
+                     const auto qkv = split_heads(in[0], {2, 1, 1}, 2);
+                     return add(mul(qkv[0], qkv[1]), qkv[2]);  // k, v broadcast over the 2 query heads
+                   }});
+  cases.push_back({"split_heads (unused group)", "(1, 4, 6) into 3 groups of 1 head of 2, the middle unused",
+                   one({1, 4, 6}), [](In in) {
+                     const auto parts = split_heads(in[0], {1, 1, 1}, 2);
+                     return mul(parts[0], parts[2]);
+                   }});
+  cases.push_back({"merge_heads", "(2, 3, 4, 2) -> (2, 4, 6)", one({2, 3, 4, 2}),
+                   [](In in) { return merge_heads(in[0]); }});
 
   // A one-layer attention in miniature (Vaswani et al. 2017, eq. 1), then a log-softmax readout:
   // linear -> split -> reshape -> transpose -> matmul -> scale -> softmax -> matmul -> transpose ->
