@@ -5,6 +5,7 @@
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/activation.h"
 #include "framework/kernels/mode.h"
+#include "framework/ops/reduce.h"
 
 namespace tf::ops {
 
@@ -45,17 +46,7 @@ struct GeluNode : Node {
         kernels::gelu_backward_reference<T>(approx, x.data<T>(), data_or_null<T>(bias), dy.data<T>(), rows, cols,
                                             dpre.data<T>());
     });
-    if (bias.defined() && bias.requires_grad()) {
-      Tensor dbias = Tensor::zeros(bias.shape(), bias.dtype());  // (C) = sum over rows of dpre
-      dispatch(x.dtype(), [&](auto zero) {
-        using T = decltype(zero);
-        const T* g = dpre.data<T>();
-        T* d = dbias.data<T>();
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = 0; c < cols; ++c) d[c] += g[r * cols + c];
-      });
-      accumulate_grad(bias, std::move(dbias));
-    }
+    if (bias.defined() && bias.requires_grad()) accumulate_grad(bias, bias_gradient(dpre, rows, cols));  // (C)
     accumulate_grad(x, std::move(dpre));
   }
 };

@@ -4,6 +4,7 @@
 #include "framework/autograd/tape.h"
 #include "framework/kernels/matmul.h"
 #include "framework/kernels/mode.h"
+#include "framework/ops/reduce.h"
 
 namespace tf::ops {
 
@@ -114,18 +115,7 @@ struct LinearNode : Node {
     const Tensor dy2 = dy.view({rows, weight.dim(0)});
     if (x.requires_grad()) accumulate_grad(x, matmul(dy2, weight).view(x.shape()));
     if (weight.requires_grad()) accumulate_grad(weight, matmul(dy2, x.view({rows, x.dim(-1)}), true, false));
-    if (bias.defined() && bias.requires_grad()) {
-      Tensor db = Tensor::zeros(bias.shape(), bias.dtype());
-      dispatch(dy.dtype(), [&](auto zero) {
-        using T = decltype(zero);
-        const T* g = dy2.data<T>();
-        T* d = db.data<T>();
-        const int64_t n = weight.dim(0);
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < n; ++j) d[j] += g[r * n + j];
-      });
-      accumulate_grad(bias, std::move(db));
-    }
+    if (bias.defined() && bias.requires_grad()) accumulate_grad(bias, bias_gradient(dy2, rows, weight.dim(0)));
   }
 };
 

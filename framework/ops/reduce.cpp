@@ -9,6 +9,8 @@
 #include <array>
 
 #include "framework/autograd/tape.h"
+#include "framework/kernels/cpu/reduce.h"
+#include "framework/kernels/mode.h"
 #include "framework/kernels/reference/reduce.h"
 
 namespace tf::ops {
@@ -131,6 +133,20 @@ Tensor sum(const Tensor& x, std::vector<int> axes, bool keepdim) {
 Tensor mean(const Tensor& x) { return reduce("mean", true, x, all_axes(x.shape()), false); }
 Tensor mean(const Tensor& x, std::vector<int> axes, bool keepdim) {
   return reduce("mean", true, x, axes_mask("mean", x.shape(), axes), keepdim);
+}
+
+Tensor bias_gradient(const Tensor& grad, int64_t rows, int64_t cols) {
+  TF_CHECK(grad.numel() == rows * cols, "bias_gradient: ", grad.describe(), " is not (", rows, ", ", cols, ")");
+  Tensor out = Tensor::empty({cols}, grad.dtype());  // (C)
+  const kernels::ReduceDims d{1, rows, cols};
+  dispatch(grad.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (kernels::use_fast<T>())
+      kernels::reduce_sum_fast(d, grad.data<float>(), out.data<float>());
+    else
+      kernels::reduce_sum_reference<T>(d, grad.data<T>(), out.data<T>(), 1.0);
+  });
+  return out;
 }
 
 }  // namespace tf::ops

@@ -18,4 +18,10 @@ Tensor sum(const Tensor& x, std::vector<int> axes, bool keepdim = false);
 Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, std::vector<int> axes, bool keepdim = false);
 
+// For backward functions: the sum over the rows of a (rows, cols) gradient, as a new (cols) tensor,
+// which is the gradient of a bias added to every row (linear, bias_gelu). Not recorded. Float32
+// goes to kernels/cpu/reduce.h (float accumulation, like the matmul beside it); float64, and
+// float32 under ReferenceKernelsGuard, to the reference.
+Tensor bias_gradient(const Tensor& grad, int64_t rows, int64_t cols);
+
 }  // namespace tf::ops

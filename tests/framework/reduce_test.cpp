@@ -100,6 +100,30 @@ TEST(Reduce, Float32MatchesFloat64OnOddShapes) {
   }
 }
 
+// The fast float32 column sum (kernels/cpu/reduce.h) accumulates in float in row order: each
+// addition rounds once, so |f32 - f64| <= rows * 2^-24 * sum_r |x| per column (Higham, eq. 4.4,
+// to first order); checked on odd sizes, with the threaded path (rows * cols > 2^15) included.
+TEST(Reduce, BiasGradientFastMatchesFloat64OnOddShapes) {
+  Rng rng(11);
+  for (int64_t rows : {1, 3, 17, 63, 130, 2048}) {
+    for (int64_t cols : {1, 3, 17, 63, 65, 130}) {
+      const Tensor g32 = randn({rows, cols}, rng);
+      const Tensor g64 = g32.to(DType::f64);
+      const std::vector<double> got = ops::bias_gradient(g32, rows, cols).to_vector();
+      const std::vector<double> want = ops::bias_gradient(g64, rows, cols).to_vector();
+      const std::vector<double> want_by_sum = ops::sum(g64, {0}).to_vector();
+      ASSERT_EQ(got.size(), static_cast<size_t>(cols));
+      for (int64_t c = 0; c < cols; ++c) {
+        double abs_sum = 0;
+        for (int64_t r = 0; r < rows; ++r) abs_sum += std::abs(g64.data<double>()[r * cols + c]);
+        EXPECT_EQ(want[c], want_by_sum[c]);  // the float64 path is the reference reduction itself
+        EXPECT_LE(std::abs(got[c] - want[c]), static_cast<double>(rows) * 0x1p-24 * abs_sum)
+            << rows << " x " << cols << ", column " << c;
+      }
+    }
+  }
+}
+
 TEST(Reduce, LongFloat32SumDoesNotDrift) {
   // 2^20 copies of 0.1f: a float accumulator would drift by ~1e-3 relative; the double one is
   // exact to float rounding.
