@@ -1,8 +1,14 @@
 // HDF5 reading of named tensors, byte strings and attributes (see hdf5_io.h). The file is user
-// input: every size, type and length is checked before anything is allocated, and every failure,
-// HDF5's included, is a tf::InputError naming the file and the object.
+// input: its integrity header is verified and it is probed in a child process before HDF5 opens it
+// here (hdf5_integrity.cpp, hdf5_probe.cpp); every size, type and length is checked before
+// anything is allocated, and every failure, HDF5's included, is a tf::InputError naming the file
+// and the object.
 #include <H5Cpp.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -17,11 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace hdf5;
-
-// Elements a dataset may declare before we refuse it (2^31: far above any tensor we train).
-constexpr uint64_t kMaxElements = uint64_t{1} << 31;
-// Bytes a string attribute may hold (ours are words and dates).
-constexpr uint64_t kMaxAttrString = 64 * 1024;
 
 // Note [variable-length string length]: a variable-length string is stored as a reference
 // (length: 4 bytes, global heap address, index), and HDF5 allocates and fills `length` bytes
@@ -53,20 +54,6 @@ herr_t vlen_string_length(hid_t src, hid_t dst, H5T_cdata_t* cdata, size_t n, si
     }
     default: return 0;  // H5T_CONV_FREE: nothing to free
   }
-}
-
-// The opaque type that vlen_string_length converts to (registered on first use).
-hid_t length_type() {
-  static const hid_t type = [] {
-    const hid_t t = H5Tcreate(H5T_OPAQUE, 4);
-    H5Tset_tag(t, kLengthTag);
-    const hid_t vstr = H5Tcopy(H5T_C_S1);
-    H5Tset_size(vstr, H5T_VARIABLE);
-    H5Tregister(H5T_PERS_SOFT, "tapeformer vlen length", vstr, t, vlen_string_length);
-    H5Tclose(vstr);
-    return t;
-  }();
-  return type;
 }
 
 // What a dataset's stored element type is, in our vocabulary.
@@ -172,23 +159,43 @@ auto reading(const std::string& file_path, const std::string& what, F&& f) -> de
 
 }  // namespace
 
+// The opaque type that vlen_string_length converts to (registered on first use).
+hid_t hdf5::vlen_length_type() {
+  static const hid_t type = [] {
+    const hid_t t = H5Tcreate(H5T_OPAQUE, 4);
+    H5Tset_tag(t, kLengthTag);
+    const hid_t vstr = H5Tcopy(H5T_C_S1);
+    H5Tset_size(vstr, H5T_VARIABLE);
+    H5Tregister(H5T_PERS_SOFT, "tapeformer vlen length", vstr, t, vlen_string_length);
+    H5Tclose(vstr);
+    return t;
+  }();
+  return type;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reader
 
+// Order matters: our own checks of the bytes (no HDF5 call), then HDF5 in a child process, then
+// HDF5 in this one.
 H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
   init();
   std::error_code ec;
   TF_CHECK_INPUT(fs::exists(path_, ec), "cannot open HDF5 file '", path_, "': no such file");
   TF_CHECK_INPUT(fs::is_regular_file(path_, ec), "cannot open HDF5 file '", path_, "': not a regular file");
-  file_size_ = fs::file_size(path_, ec);
-  TF_CHECK_INPUT(!ec, "cannot open HDF5 file '", path_, "': ", ec.message());
-  bool is_hdf5 = false;
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  TF_CHECK_INPUT(fd >= 0, "cannot open HDF5 file '", path_, "': ", std::strerror(errno));
   try {
-    is_hdf5 = H5::H5File::isHdf5(path_);
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("cannot open HDF5 file '", path_, "': ", detail(e)));
+    struct stat st {};
+    TF_CHECK_INPUT(::fstat(fd, &st) == 0, "cannot open HDF5 file '", path_, "': ", std::strerror(errno));
+    file_size_ = static_cast<uint64_t>(st.st_size);
+    verify_integrity(fd, path_, file_size_);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-  TF_CHECK_INPUT(is_hdf5, "'", path_, "' is not an HDF5 file (no HDF5 signature found)");
+  ::close(fd);
+  if (hdf5_probe_options().enabled) probe(path_, file_size_);
   try {
     file_ = std::make_unique<H5::H5File>(path_, H5F_ACC_RDONLY);
   } catch (const H5::Exception& e) {
@@ -212,7 +219,14 @@ std::vector<std::string> H5Reader::list(const std::string& group) const {
                    "' is a dataset, expected a group");
     const H5::Group grp = file_->openGroup(g);
     std::vector<std::string> names;
-    for (hsize_t i = 0, n = grp.getNumObjs(); i < n; ++i) names.push_back(grp.getObjnameByIdx(i));
+    for (hsize_t i = 0, n = grp.getNumObjs(); i < n; ++i) {
+      std::string name = grp.getObjnameByIdx(i);
+      // An empty name would make group + "/" + name the group itself (a damaged index listed 21
+      // of them, and a walk of the tree became exponential: hdf5_link_lookup_hang.h5).
+      TF_CHECK_INPUT(!name.empty() && name.find('/') == std::string::npos, "HDF5 file '", path_, "', group '", g,
+                     "': member ", i, " is named '", name, "', which no HDF5 link can be (damaged group index)");
+      names.push_back(std::move(name));
+    }
     return names;
   });
 }
@@ -305,7 +319,7 @@ H5Attr H5Reader::read_attr(const std::string& path, const std::string& key) cons
           uint64_t length = str_type.getSize();
           if (str_type.isVariableStr()) {
             uint32_t stored = 0;
-            if (H5Aread(attr.getId(), length_type(), &stored) < 0)
+            if (H5Aread(attr.getId(), vlen_length_type(), &stored) < 0)
               throw H5::AttributeIException("H5Aread", "reading the string's length failed");
             length = stored;
           }

@@ -1,8 +1,9 @@
 // HDF5 tensor I/O against untrusted files and failing disks: forged shapes, string lengths and
 // integer values are refused before anything is allocated; wrong ranks and types, and every
-// single-bit flip in a parameter's header, are InputErrors naming the file and the dataset; a
-// write that fails (file size limit, full disk, missing folder) names the file and the reason and
-// keeps the file it would have replaced. Files are crafted with the HDF5 C API.
+// single-bit flip in a parameter's header of a file without the integrity header, are InputErrors
+// naming the file and the dataset; a write that fails (file size limit, full disk, missing folder)
+// names the file and the reason and keeps the file it would have replaced. Files are crafted with
+// the HDF5 C API, which writes no integrity header (files with one: hdf5_integrity_test.cpp).
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <sys/resource.h>
@@ -183,18 +184,35 @@ TEST(Hdf5Faults, LongFixedLengthStringAttributesAreRefused) {
   EXPECT_NE(msg.find("declares a string of 100000 bytes, more than the 65536 allowed"), std::string::npos) << msg;
 }
 
-// Every single-bit flip in a parameter's object header (shape, type, data address, ...): the 1.8
-// format's header checksum refuses each one with an InputError naming the file and the dataset,
-// never a crash, another exception, or a tensor of other values read without complaint.
+// Every single-bit flip in a parameter's object header (shape, type, data address, ...) of a file
+// without the integrity header (as h5py writes, or checkpoints from before it): the 1.8 format's
+// header checksum refuses each one with an InputError naming the file and the dataset, never a
+// crash, another exception, or a tensor of other values read without complaint. (With the
+// integrity header, the file's checksum refuses every flip before HDF5 reads it.)
 TEST(Hdf5Faults, EveryBitFlipInAParameterHeaderIsRefused) {
   const TempDir dir;
   const std::string path = (dir / "params.h5").string(), flipped = (dir / "flipped.h5").string();
   const std::string name = "blocks.0.attn.qkv.weight";
   const Tensor w = counting({6, 4});
-  H5Writer out(path);
-  out.write_tensor("model", name, w);
-  out.write_tensor("model", "blocks.0.attn.qkv.bias", counting({6}));
-  out.close();
+  {  // the layout H5Writer gives the HDF5 data: the 1.8 format, groups, contiguous f32 datasets
+    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    ASSERT_GE(file, 0);
+    const hid_t model = H5Gcreate2(file, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    for (const auto& [dataset, values] : {std::pair{name, w}, std::pair{std::string("blocks.0.attn.qkv.bias"), counting({6})}}) {
+      std::vector<hsize_t> dims(values.shape().begin(), values.shape().end());
+      const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+      const hid_t ds = H5Dcreate2(model, dataset.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.raw_data()), 0);
+      H5Dclose(ds);
+      H5Sclose(space);
+    }
+    H5Gclose(model);
+    H5Fclose(file);
+    H5Pclose(fapl);
+  }
+  ASSERT_TRUE(same_bytes(H5Reader(path).read_tensor("model", name), w));
 
   // Where the header is, from the C API.
   haddr_t header = 0;

@@ -1,0 +1,228 @@
+// The probe (framework/hdf5_io.h, Note [probing in a child process]): a child killed by a signal,
+// past its deadline, exiting otherwise or unable to open the file becomes an InputError naming
+// the file and the step; the files on which libhdf5 1.10.8 itself crashes or hangs
+// (tests/fuzz/corpus/checkpoint/hdf5_*.h5, found by checkpoint_fuzz) are refused or read, never
+// fatal, in bounded time; forking works while OpenMP's threads exist.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <omp.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+
+#include "framework/hdf5_io.h"
+#include "framework/hdf5_io_common.h"
+#include "support/errors.h"
+#include "support/temp_dir.h"
+
+namespace tf {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::error_message;
+using testing::TempDir;
+
+void expect_has(const std::string& message, const std::string& fragment) {
+  EXPECT_NE(message.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << message;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Sets the probe's options for one test and restores them.
+class ProbeOptionsScope {
+ public:
+  explicit ProbeOptionsScope(const Hdf5ProbeOptions& o) : saved_(hdf5_probe_options()) { set_hdf5_probe_options(o); }
+  ~ProbeOptionsScope() { set_hdf5_probe_options(saved_); }
+  ProbeOptionsScope(const ProbeOptionsScope&) = delete;
+  ProbeOptionsScope& operator=(const ProbeOptionsScope&) = delete;
+
+ private:
+  Hdf5ProbeOptions saved_;
+};
+
+TEST(Hdf5Probe, AChildKilledByASignalIsAnInputErrorNamingTheFileAndTheStep) {
+  const std::string msg = error_message<InputError>([] {
+    hdf5::run_in_child("ckpt.h5", 0, 30, [](hdf5::ProbeReport& report, const std::string&, uint64_t) {
+      report.step("reading attribute 'created' of '/'");
+      std::raise(SIGSEGV);
+    });
+  });
+  expect_has(msg, "the HDF5 library crashed (signal 11, ");
+  expect_has(msg, "reading 'ckpt.h5' (while reading attribute 'created' of '/'): the file is damaged or not a "
+                  "tapeformer checkpoint");
+}
+
+TEST(Hdf5Probe, AChildPastItsDeadlineIsKilled) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg = error_message<InputError>([] {
+    hdf5::run_in_child("ckpt.h5", 0, 0.5, [](hdf5::ProbeReport& report, const std::string&, uint64_t) {
+      report.step("looking up '/model'");
+      for (;;) ::pause();  // as HDF5 looping in a damaged B-tree
+    });
+  });
+  EXPECT_LT(seconds_since(start), 5.0);
+  expect_has(msg, "the HDF5 library did not finish reading 'ckpt.h5' within 0.5 s (stuck while looking up '/model')");
+}
+
+TEST(Hdf5Probe, AChildThatCannotOpenTheFileOrExitsOtherwiseIsReported) {
+  std::string msg = error_message<InputError>([] {
+    hdf5::run_in_child("ckpt.h5", 0, 30, [](hdf5::ProbeReport& report, const std::string&, uint64_t) {
+      report.cannot_open("H5Fopen failed (bad object header version number)");
+    });
+  });
+  EXPECT_EQ(msg, "cannot open HDF5 file 'ckpt.h5' (truncated or damaged?): H5Fopen failed (bad object header "
+                 "version number)");
+  msg = error_message<InputError>([] {
+    hdf5::run_in_child("ckpt.h5", 0, 30, [](hdf5::ProbeReport& report, const std::string&, uint64_t) {
+      report.step("opening the file");
+      ::_exit(7);  // as a sanitizer's report ends the child
+    });
+  });
+  expect_has(msg, "the HDF5 library failed (exit status 7) reading 'ckpt.h5' (while opening the file)");
+  // And a child that reports done() is no error.
+  hdf5::run_in_child("ckpt.h5", 0, 30, [](hdf5::ProbeReport& report, const std::string&, uint64_t) { report.step("x"); });
+}
+
+// The inputs once kept in tests/fuzz/known/ (libhdf5 crashes, hangs and a 4 GiB allocation), now
+// replayed in the fuzz corpus, and the earlier libhdf5 findings there: each is read or refused
+// with an InputError naming the file, in bounded time. The attribute hang is refused by the
+// probe's deadline (1.5 s + 61 KB / 50 MB/s); the "link lookup hang" was a group listing itself
+// 21 times under an empty name, now refused by H5Reader::list.
+TEST(Hdf5Probe, FilesThatCrashOrHangLibhdf5AreRefusedInBoundedTime) {
+  const ProbeOptionsScope fast({.enabled = true, .base_seconds = 1.5, .bytes_per_second = 50e6});
+  const fs::path corpus = fs::path(TAPEFORMER_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(corpus)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("hdf5_", 0) != 0) continue;
+    ++files;
+    SCOPED_TRACE(name);
+    const std::string path = entry.path().string();
+    const auto start = std::chrono::steady_clock::now();
+    std::string refusal;
+    std::vector<std::string> refused_calls;  // what the reader refused after opening the file
+    auto attempt = [&](const std::string& what, auto&& call) {
+      try {
+        call();
+      } catch (const InputError& e) {
+        expect_has(e.what(), path);
+        refused_calls.push_back(what + ": " + e.what());
+      }
+    };
+    try {  // everything the reader offers, over the tree (as tests/fuzz/checkpoint_fuzz.cpp)
+      const H5Reader in(path);
+      for (const std::string group : {"/", "/model", "/optimizer", "/rng", "/data"}) {
+        attempt("list " + group, [&] {
+          for (const std::string& member : in.list(group)) {
+            attempt("read " + member, [&] { in.read_tensor(group, member); });
+            attempt("has_attr " + member, [&] { in.has_attr(group + "/" + member, "step"); });
+          }
+        });
+      }
+      for (const char* key : {"format_version", "created", "writer"}) attempt(key, [&] { in.read_attr("/", key); });
+    } catch (const InputError& e) {
+      refusal = e.what();
+      expect_has(refusal, path);
+    }
+    EXPECT_LT(seconds_since(start), 10.0) << refusal;
+    if (name == "hdf5_vlen_attribute_hang.h5")
+      expect_has(refusal, "the HDF5 library did not finish reading '" + path + "' within 1.5 s (stuck while reading "
+                          "attribute 'created' of '/')");
+    if (name == "hdf5_link_lookup_hang.h5") {
+      const bool empty_name = std::any_of(refused_calls.begin(), refused_calls.end(), [&](const std::string& r) {
+        return r.find("group '/optimizer': member 0 is named '', which no HDF5 link can be (damaged group index)") !=
+               std::string::npos;
+      });
+      EXPECT_TRUE(empty_name) << ::testing::PrintToString(refused_calls);
+    }
+    std::printf("  %-36s %5.2f s  %s\n", name.c_str(), seconds_since(start),
+                refusal.empty() ? ("opened; " + std::to_string(refused_calls.size()) + " calls refused").c_str()
+                                : refusal.c_str());
+  }
+  EXPECT_EQ(files, 7) << "the five inputs once in tests/fuzz/known/ and two earlier libhdf5 findings";
+}
+
+// fork() while OpenMP's worker threads exist: the child uses none of them, and the parent's pool
+// still works afterwards.
+TEST(Hdf5Probe, ForkingWhileOpenMpThreadsExistLeavesThemWorking) {
+  const TempDir dir;
+  const std::string path = (dir / "w.h5").string();
+  {
+    H5Writer out(path);
+    out.write_tensor("/", "w", Tensor::from_vector({1.0, 2.0, 3.0}, {3}));
+    out.close();
+  }
+  auto parallel_sum = [] {
+    double sum = 0;
+#pragma omp parallel for reduction(+ : sum) num_threads(2)
+    for (int i = 1; i <= 1000; ++i) sum += i;
+    return sum;
+  };
+  EXPECT_EQ(parallel_sum(), 500500.0);  // the pool now exists
+  double read_sum = 0;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {  // forks from inside a parallel region, while the other thread waits at the barrier
+      const Tensor w = H5Reader(path).read_tensor("/", "w");
+      read_sum = w.at(0) + w.at(1) + w.at(2);
+    }
+  }
+  EXPECT_EQ(read_sum, 6.0);
+  EXPECT_EQ(parallel_sum(), 500500.0);
+}
+
+// With one file descriptor left, the reader can open the file to check its header, but the
+// probe's pipe needs two: the error says so and how to do without the probe.
+TEST(Hdf5Probe, AProcessOutOfFileDescriptorsIsToldWhy) {
+  const TempDir dir;
+  const std::string path = (dir / "w.h5").string();
+  {
+    H5Writer out(path);
+    out.write_tensor("/", "w", Tensor::from_vector({1.0}, {1}));
+    out.close();
+  }
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max < 256) GTEST_SKIP() << "hard file descriptor limit below 256";
+  rlimit lowered = saved;
+  lowered.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  std::vector<int> filler;  // every free descriptor below the limit, then one given back
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filler.push_back(fd);
+  ASSERT_FALSE(filler.empty());
+  ::close(filler.back());
+  filler.pop_back();
+  const std::string msg = error_message<InputError>([&] { H5Reader in(path); });
+  for (int fd : filler) ::close(fd);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  EXPECT_EQ(msg, "cannot probe HDF5 file '" + path + "' in a child process: pipe: " + std::strerror(EMFILE) +
+                     " (TAPEFORMER_HDF5_PROBE=0 reads it without the probe)");
+  EXPECT_EQ(H5Reader(path).read_tensor("/", "w").at(0), 1.0) << "and with descriptors back, it reads";
+}
+
+TEST(Hdf5Probe, OptionsAreCheckedAndTheProbeCanBeTurnedOff) {
+  expect_has(error_message<Error>([] { set_hdf5_probe_options({.enabled = true, .base_seconds = 0}); }),
+             "base_seconds (0) and bytes_per_second (5e+07) must be positive");
+  const TempDir dir;
+  const std::string path = (dir / "w.h5").string();
+  {
+    H5Writer out(path);
+    out.write_tensor("/", "w", Tensor::from_vector({1.0}, {1}));
+    out.close();
+  }
+  const ProbeOptionsScope off({.enabled = false});
+  EXPECT_FALSE(hdf5_probe_options().enabled);
+  EXPECT_EQ(H5Reader(path).read_tensor("/", "w").at(0), 1.0);
+}
+
+}  // namespace
+}  // namespace tf
