@@ -133,11 +133,11 @@ void write_integrity_header(char* file, size_t size) {
   std::memcpy(file, header.data(), kHeaderBytes);
 }
 
-Framing verify_integrity(int fd, const std::string& path, uint64_t size) {
+std::optional<uint32_t> verify_integrity(int fd, const std::string& path, uint64_t size) {
   std::string block(kHeaderBytes, '\0');
   block.resize(read_at(fd, path, block.data(), block.size(), 0));
   const std::string where = concat("HDF5 file '", path, "'");
-  if (std::string_view(block).substr(0, kSignature.size()) == kSignature) return Framing::bare;
+  if (std::string_view(block).substr(0, kSignature.size()) == kSignature) return std::nullopt;
   if (std::string_view(block).substr(0, kMagic.size()) != kMagic) {
     const std::optional<uint64_t> data_at = find_signature(fd, path, size);
     TF_CHECK_INPUT(data_at, "'", path, "' is not an HDF5 file (no HDF5 signature found)");
@@ -181,7 +181,7 @@ Framing verify_integrity(int fd, const std::string& path, uint64_t size) {
   TF_CHECK_INPUT(actual_crc == payload_crc, where, ": checksum mismatch: the ", payload_bytes,
                  " bytes after the integrity header have crc32 ", hex8(actual_crc), ", the header says ",
                  hex8(payload_crc), ": the file was altered or damaged after it was written");
-  return Framing::sealed;
+  return payload_crc;
 }
 
 }  // namespace hdf5

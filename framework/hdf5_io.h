@@ -49,19 +49,21 @@
 // reseal_hdf5_file() writes a new one.
 //
 // Note [probing in a child process]: libhdf5 1.10.8 itself crashes or hangs on some damaged files
-// (tests/fuzz/known/README.md). So before opening a file in this process, H5Reader opens it in a
+// (docs/fuzzing.md). So before opening a file in this process, H5Reader opens it in a
 // forked child that uses only HDF5 and plain buffers (no OpenMP, no oneDNN; _exit, no atexit
 // handlers) and walks every group, dataset and attribute as the reader's calls would: links by
 // index and by name (plus one absent name per group), every attribute (strings only after their
 // length passed the reader's limit), one element of every contiguous dataset and the whole of
-// every other one the reader's limits allow. The child reports each step through a pipe; the
-// parent waits at most base_seconds + file bytes / bytes_per_second (10 s + 1 s per 50 MB by
-// default), kills it past that, and turns a child killed by a signal, exiting otherwise or timing
-// out into an InputError naming the file and the step. HDF5 errors that are not crashes are left
+// every other one the reader's limits allow. The child records each step in a page shared with
+// the parent and its result in a pipe; the parent waits at most base_seconds + file bytes /
+// bytes_per_second (10 s + 1 s per 50 MB by default), kills it past that, and turns a child
+// killed by a signal, exiting otherwise or timing out into an InputError naming the file and the
+// step. HDF5 errors that are not crashes are left
 // to the reader in this process, which names the dataset or attribute. The probe runs for sealed
 // files too: crc32 is not a signature, so a valid header proves the bytes are those that were
 // sealed, not that HDF5 can parse them (anyone can seal a forged file). It costs a fork and a
-// metadata walk, measured in docs/checkpoint.md. Limits: a read past a buffer that does not crash
+// metadata walk, measured in docs/checkpoint.md; a sealed file that passed is not probed again by
+// the process while its device, inode, size, times and checksum are unchanged. Limits: a read past a buffer that does not crash
 // the child is not seen (AddressSanitizer sees it), and a name lookup the walk did not make runs
 // unprobed. In the child, fatal signals are reset to their default action (a crash handler of the
 // program, or libFuzzer's, must not run for it), SIGINT is ignored (the parent's to handle), core

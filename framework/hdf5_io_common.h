@@ -5,7 +5,9 @@
 #pragma once
 #include <H5Cpp.h>
 
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,28 +52,37 @@ constexpr size_t kHeaderBytes = 512;  // the HDF5 user block that holds it; the 
 // Fills bytes [0, 512) of `file`, a whole file image of `size` bytes whose HDF5 data starts at 512.
 void write_integrity_header(char* file, size_t size);
 
-enum class Framing {
-  sealed,  // the integrity header verified: the bytes are those the writer produced
-  bare,    // no header: the HDF5 data starts at byte 0 (older checkpoints, h5py files)
-};
 // Verifies the integrity header of the open file `fd` (`path`, `size` bytes), streaming it in
-// chunks, before HDF5 reads anything of it. InputError naming the file on any mismatch.
-Framing verify_integrity(int fd, const std::string& path, uint64_t size);
+// chunks, before HDF5 reads anything of it. Returns the verified payload checksum, or nothing for
+// a file without the header (its HDF5 data starts at byte 0: older checkpoints, h5py files).
+// InputError naming the file on any mismatch.
+std::optional<uint32_t> verify_integrity(int fd, const std::string& path, uint64_t size);
 
 // ---------------------------------------------------------------------------------------------
 // Probe (hdf5_probe.cpp; Note [probing in a child process] in hdf5_io.h)
 
-// What a probe child tells its parent through a pipe: one line per record.
+// Where a probe child keeps the step it is on: a page shared with the parent, written without a
+// system call (a pipe write per step woke the parent for each one, most of the probe's time on a
+// checkpoint of 200 objects). Two slots, so that a child dying mid-copy leaves the last complete
+// step readable.
+struct ProbeSteps {
+  std::atomic<uint32_t> latest{0};  // the slot holding the latest complete step
+  char slot[2][1024] = {};
+};
+
+// What a probe child tells its parent: its steps through the shared page, its end (done, or HDF5
+// refusing to open the file) through a pipe, one line per record.
 class ProbeReport {
  public:
-  explicit ProbeReport(int fd) : fd_(fd) {}
-  void step(const std::string& what);             // about to do `what`; the last one names a crash
-  void cannot_open(const std::string& reason);    // HDF5 refused to open the file (not a crash)
-  void done();                                    // walked the whole file
+  ProbeReport(int fd, ProbeSteps& steps) : fd_(fd), steps_(steps) {}
+  void step(const std::string& what);           // about to do `what`; the last one names a crash
+  void cannot_open(const std::string& reason);  // HDF5 refused to open the file (not a crash)
+  void done();                                  // walked the whole file
 
  private:
   void send(char kind, const std::string& text);
   int fd_;
+  ProbeSteps& steps_;
 };
 using ProbeWalk = void (*)(ProbeReport& report, const std::string& path, uint64_t size);
 
@@ -80,9 +91,19 @@ using ProbeWalk = void (*)(ProbeReport& report, const std::string& path, uint64_
 // killed by a signal, exited otherwise, or ran past the deadline (and was killed).
 void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeWalk walk);
 
+// A sealed file as it was when its header verified. The probe remembers the last few that passed
+// it and does not probe them again while all of this is unchanged (load_checkpoint opens one
+// checkpoint three times; `tapeformer info` four).
+struct SealedFile {
+  uint64_t device = 0, inode = 0, size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  uint32_t payload_crc = 0;
+  bool operator==(const SealedFile&) const = default;
+};
+
 // The probe H5Reader runs (when enabled): run_in_child with the walk of every group, dataset and
-// attribute, and the deadline of Hdf5ProbeOptions.
-void probe(const std::string& path, uint64_t size);
+// attribute, and the deadline of Hdf5ProbeOptions; skipped for a sealed file that passed it before.
+void probe(const std::string& path, uint64_t size, const std::optional<SealedFile>& sealed);
 
 // Calls f(H5::H5Object&) on the group or dataset at `path`, which must exist.
 template <class F>

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <array>
+#include <new>
 #include <set>
 
 #include "framework/hdf5_io.h"
@@ -50,7 +54,14 @@ Hdf5ProbeOptions hdf5_probe_options() { return options(); }
 
 namespace hdf5 {
 
-void ProbeReport::step(const std::string& what) { send('S', what); }
+void ProbeReport::step(const std::string& what) {
+  const uint32_t next = 1 - steps_.latest.load(std::memory_order_relaxed);
+  const size_t n = std::min(what.size(), sizeof steps_.slot[next] - 1);
+  std::memcpy(steps_.slot[next], what.data(), n);
+  steps_.slot[next][n] = '\0';
+  steps_.latest.store(next, std::memory_order_release);
+}
+
 void ProbeReport::cannot_open(const std::string& reason) { send('E', reason); }
 void ProbeReport::done() { send('D', ""); }
 
@@ -318,22 +329,29 @@ std::string signal_name(int sig) {
 // The parent
 
 void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeWalk walk) {
+  const std::string cannot = concat("cannot probe HDF5 file '", path, "' in a child process: ");
+  const std::string remedy = " (TAPEFORMER_HDF5_PROBE=0 reads it without the probe)";
+  void* page = ::mmap(nullptr, sizeof(ProbeSteps), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  TF_CHECK_INPUT(page != MAP_FAILED, cannot, "mmap: ", std::strerror(errno), remedy);
+  auto* steps = new (page) ProbeSteps;
+  struct Unmap {
+    void* page;
+    ~Unmap() { ::munmap(page, sizeof(ProbeSteps)); }
+  } unmap{page};
   int fds[2];
-  TF_CHECK_INPUT(::pipe2(fds, O_CLOEXEC) == 0, "cannot probe HDF5 file '", path, "' in a child process: pipe: ",
-                 std::strerror(errno), " (TAPEFORMER_HDF5_PROBE=0 reads it without the probe)");
+  TF_CHECK_INPUT(::pipe2(fds, O_CLOEXEC) == 0, cannot, "pipe: ", std::strerror(errno), remedy);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int saved = errno;
     ::close(fds[0]);
     ::close(fds[1]);
-    throw InputError(concat("cannot probe HDF5 file '", path, "' in a child process: fork: ", std::strerror(saved),
-                            " (TAPEFORMER_HDF5_PROBE=0 reads it without the probe)"));
+    throw InputError(concat(cannot, "fork: ", std::strerror(saved), remedy));
   }
   if (pid == 0) {  // the child: HDF5 and plain buffers only, then _exit (no atexit handlers)
     ::close(fds[0]);
     prepare_child(parent, size);
-    ProbeReport report(fds[1]);
+    ProbeReport report(fds[1], *steps);
     try {
       walk(report, path, size);
       report.done();
@@ -348,7 +366,7 @@ void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeW
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                         std::chrono::duration<double>(seconds));
-  std::string pending, last_step = "starting", open_error;
+  std::string pending, open_error;
   bool done = false, timed_out = false;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -366,9 +384,7 @@ void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeW
     if (n <= 0) break;  // end of file: the child has exited
     pending.append(buffer, static_cast<size_t>(n));
     for (size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1)) {
-      const std::string text = end >= 2 ? pending.substr(2, end - 2) : "";
-      if (pending[0] == 'S') last_step = text;
-      if (pending[0] == 'E') open_error = text;
+      if (pending[0] == 'E') open_error = end >= 2 ? pending.substr(2, end - 2) : "";
       if (pending[0] == 'D') done = true;
     }
   }
@@ -379,6 +395,9 @@ void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeW
   do {
     waited = ::waitpid(pid, &status, 0);
   } while (waited < 0 && errno == EINTR);
+  // The child is gone: its last complete step can be read without racing it.
+  const uint32_t latest = steps->latest.load(std::memory_order_acquire);
+  const std::string last_step = steps->slot[latest][0] != '\0' ? std::string(steps->slot[latest]) : "starting";
 
   char limit[32];
   std::snprintf(limit, sizeof limit, "%.1f", seconds);
@@ -398,9 +417,13 @@ void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeW
                  "' (while ", last_step, "): ", verdict);
 }
 
-void probe(const std::string& path, uint64_t size) {
+void probe(const std::string& path, uint64_t size, const std::optional<SealedFile>& sealed) {
+  static std::array<SealedFile, 8> passed{};  // a ring of the last sealed files that passed
+  static size_t next = 0;
+  if (sealed && std::find(passed.begin(), passed.end(), *sealed) != passed.end()) return;
   const Hdf5ProbeOptions o = options();
   run_in_child(path, size, o.base_seconds + static_cast<double>(size) / o.bytes_per_second, walk_file);
+  if (sealed) passed[next++ % passed.size()] = *sealed;
 }
 
 }  // namespace hdf5

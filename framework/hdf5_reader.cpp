@@ -185,17 +185,21 @@ H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
   TF_CHECK_INPUT(fs::is_regular_file(path_, ec), "cannot open HDF5 file '", path_, "': not a regular file");
   const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   TF_CHECK_INPUT(fd >= 0, "cannot open HDF5 file '", path_, "': ", std::strerror(errno));
+  std::optional<SealedFile> sealed;
   try {
     struct stat st {};
     TF_CHECK_INPUT(::fstat(fd, &st) == 0, "cannot open HDF5 file '", path_, "': ", std::strerror(errno));
     file_size_ = static_cast<uint64_t>(st.st_size);
-    verify_integrity(fd, path_, file_size_);
+    if (const std::optional<uint32_t> crc = verify_integrity(fd, path_, file_size_)) {
+      auto ns = [](const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; };
+      sealed = SealedFile{st.st_dev, st.st_ino, file_size_, ns(st.st_mtim), ns(st.st_ctim), *crc};
+    }
   } catch (...) {
     ::close(fd);
     throw;
   }
   ::close(fd);
-  if (hdf5_probe_options().enabled) probe(path_, file_size_);
+  if (hdf5_probe_options().enabled) probe(path_, file_size_, sealed);
   try {
     file_ = std::make_unique<H5::H5File>(path_, H5F_ACC_RDONLY);
   } catch (const H5::Exception& e) {

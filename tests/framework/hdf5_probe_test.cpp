@@ -180,33 +180,79 @@ TEST(Hdf5Probe, ForkingWhileOpenMpThreadsExistLeavesThemWorking) {
   EXPECT_EQ(parallel_sum(), 500500.0);
 }
 
-// With one file descriptor left, the reader can open the file to check its header, but the
-// probe's pipe needs two: the error says so and how to do without the probe.
+// Leaves this process one free file descriptor while it lives (a file size limit of 256, every
+// descriptor below it taken but one), and gives them all back when it goes.
+class OneFreeDescriptor {
+ public:
+  OneFreeDescriptor() {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = 256;
+    ok_ = saved_.rlim_max >= 256 && ::setrlimit(RLIMIT_NOFILE, &lowered) == 0;
+    for (int fd; ok_ && (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) taken_.push_back(fd);
+    ok_ = ok_ && !taken_.empty();
+    if (ok_) {
+      ::close(taken_.back());
+      taken_.pop_back();
+    }
+  }
+  ~OneFreeDescriptor() {
+    for (int fd : taken_) ::close(fd);
+    ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  OneFreeDescriptor(const OneFreeDescriptor&) = delete;
+  OneFreeDescriptor& operator=(const OneFreeDescriptor&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  std::vector<int> taken_;
+  bool ok_ = false;
+};
+
+void write_one_value(const std::string& path, double value) {
+  H5Writer out(path);
+  out.write_tensor("/", "w", Tensor::from_vector({value}, {1}));
+  out.close();
+}
+
+// With one descriptor left, the reader can open the file to check its header, but the probe's
+// pipe needs two: the error says so and how to do without the probe.
 TEST(Hdf5Probe, AProcessOutOfFileDescriptorsIsToldWhy) {
   const TempDir dir;
   const std::string path = (dir / "w.h5").string();
+  write_one_value(path, 1.0);
+  std::string msg;
   {
-    H5Writer out(path);
-    out.write_tensor("/", "w", Tensor::from_vector({1.0}, {1}));
-    out.close();
+    const OneFreeDescriptor one;
+    if (!one.ok()) GTEST_SKIP() << "cannot lower the file descriptor limit to 256";
+    msg = error_message<InputError>([&] { H5Reader in(path); });
   }
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-  if (saved.rlim_max < 256) GTEST_SKIP() << "hard file descriptor limit below 256";
-  rlimit lowered = saved;
-  lowered.rlim_cur = 256;
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
-  std::vector<int> filler;  // every free descriptor below the limit, then one given back
-  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filler.push_back(fd);
-  ASSERT_FALSE(filler.empty());
-  ::close(filler.back());
-  filler.pop_back();
-  const std::string msg = error_message<InputError>([&] { H5Reader in(path); });
-  for (int fd : filler) ::close(fd);
-  ::setrlimit(RLIMIT_NOFILE, &saved);
   EXPECT_EQ(msg, "cannot probe HDF5 file '" + path + "' in a child process: pipe: " + std::strerror(EMFILE) +
                      " (TAPEFORMER_HDF5_PROBE=0 reads it without the probe)");
   EXPECT_EQ(H5Reader(path).read_tensor("/", "w").at(0), 1.0) << "and with descriptors back, it reads";
+}
+
+// A sealed file that passed the probe is not probed again while it is unchanged (seen by the
+// probe's pipe failing for want of descriptors), and is again once it is replaced.
+TEST(Hdf5Probe, ASealedFileThatPassedIsProbedAgainOnlyOnceItChanged) {
+  const TempDir dir;
+  const std::string path = (dir / "w.h5").string();
+  write_one_value(path, 1.0);
+  EXPECT_EQ(H5Reader(path).read_tensor("/", "w").at(0), 1.0);  // probed, remembered
+  std::string msg;
+  {
+    const OneFreeDescriptor one;
+    if (!one.ok()) GTEST_SKIP() << "cannot lower the file descriptor limit to 256";
+    EXPECT_EQ(H5Reader(path).read_tensor("/", "w").at(0), 1.0) << "not probed: the one descriptor suffices";
+  }
+  write_one_value(path, 2.0);  // a new file under the same name
+  {
+    const OneFreeDescriptor one;
+    msg = error_message<InputError>([&] { H5Reader in(path); });
+  }
+  EXPECT_NE(msg.find("cannot probe HDF5 file '" + path + "' in a child process: pipe"), std::string::npos) << msg;
+  EXPECT_EQ(H5Reader(path).read_tensor("/", "w").at(0), 2.0);
 }
 
 TEST(Hdf5Probe, OptionsAreCheckedAndTheProbeCanBeTurnedOff) {
