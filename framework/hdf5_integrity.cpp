@@ -133,11 +133,11 @@ void write_integrity_header(char* file, size_t size) {
   std::memcpy(file, header.data(), kHeaderBytes);
 }
 
-std::optional<uint32_t> verify_integrity(int fd, const std::string& path, uint64_t size) {
+uint32_t verify_integrity(int fd, const std::string& path, uint64_t size) {
   std::string block(kHeaderBytes, '\0');
   block.resize(read_at(fd, path, block.data(), block.size(), 0));
   const std::string where = concat("HDF5 file '", path, "'");
-  if (std::string_view(block).substr(0, kSignature.size()) == kSignature) return std::nullopt;
+  if (std::string_view(block).substr(0, kSignature.size()) == kSignature) return crc_of_file(fd, path, 0, size);
   if (std::string_view(block).substr(0, kMagic.size()) != kMagic) {
     const std::optional<uint64_t> data_at = find_signature(fd, path, size);
     TF_CHECK_INPUT(data_at, "'", path, "' is not an HDF5 file (no HDF5 signature found)");

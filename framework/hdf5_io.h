@@ -16,6 +16,7 @@
 // (at most 64 KiB). The stored type must be the one expected (no silent conversion; an integer
 // attribute must fit an int64). Every failure is a tf::InputError naming the file, the dataset or
 // attribute and what was expected versus found, with HDF5's innermost reason for a damaged file.
+// After HDF5 itself has failed on a file once, an H5Reader reads nothing more from it.
 //
 // Writing is atomic: H5Writer builds the file in memory and close() writes it to
 // "<path>.partial", flushes it to disk and renames it onto `path`, so a crash mid-checkpoint never
@@ -62,8 +63,8 @@
 // to the reader in this process, which names the dataset or attribute. The probe runs for sealed
 // files too: crc32 is not a signature, so a valid header proves the bytes are those that were
 // sealed, not that HDF5 can parse them (anyone can seal a forged file). It costs a fork and a
-// metadata walk, measured in docs/checkpoint.md; a sealed file that passed is not probed again by
-// the process while its device, inode, size, times and checksum are unchanged. Limits: a read past a buffer that does not crash
+// metadata walk, measured in docs/checkpoint.md; a file that passed is not probed again by the
+// process while its device, inode, size, times and crc32 are unchanged. Limits: a read past a buffer that does not crash
 // the child is not seen (AddressSanitizer sees it), and a name lookup the walk did not make runs
 // unprobed. In the child, fatal signals are reset to their default action (a crash handler of the
 // program, or libFuzzer's, must not run for it), SIGINT is ignored (the parent's to handle), core
@@ -193,6 +194,9 @@ class H5Reader {
   std::string path_;
   uint64_t file_size_ = 0;
   std::unique_ptr<H5::H5File> file_;
+  // The first HDF5 error met reading the file: nothing is read after it (Note [no reading after
+  // an HDF5 error] in hdf5_reader.cpp).
+  mutable std::string damage_;
 };
 
 }  // namespace tf

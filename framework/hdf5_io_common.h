@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,10 +52,10 @@ constexpr size_t kHeaderBytes = 512;  // the HDF5 user block that holds it; the 
 void write_integrity_header(char* file, size_t size);
 
 // Verifies the integrity header of the open file `fd` (`path`, `size` bytes), streaming it in
-// chunks, before HDF5 reads anything of it. Returns the verified payload checksum, or nothing for
-// a file without the header (its HDF5 data starts at byte 0: older checkpoints, h5py files).
-// InputError naming the file on any mismatch.
-std::optional<uint32_t> verify_integrity(int fd, const std::string& path, uint64_t size);
+// chunks, before HDF5 reads anything of it; InputError naming the file on any mismatch. Returns
+// the crc32 of the bytes after the header, or for a file without the header (its HDF5 data starts
+// at byte 0: older checkpoints, h5py files) of the whole file, by which the probe knows it again.
+uint32_t verify_integrity(int fd, const std::string& path, uint64_t size);
 
 // ---------------------------------------------------------------------------------------------
 // Probe (hdf5_probe.cpp; Note [probing in a child process] in hdf5_io.h)
@@ -91,19 +90,20 @@ using ProbeWalk = void (*)(ProbeReport& report, const std::string& path, uint64_
 // killed by a signal, exited otherwise, or ran past the deadline (and was killed).
 void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeWalk walk);
 
-// A sealed file as it was when its header verified. The probe remembers the last few that passed
-// it and does not probe them again while all of this is unchanged (load_checkpoint opens one
-// checkpoint three times; `tapeformer info` four).
-struct SealedFile {
+// A file as it was when H5Reader checked it: device, inode, size, modification and change times,
+// and the crc32 verify_integrity returned. The probe remembers the last few that passed it and
+// does not probe them again while all of this is unchanged (load_checkpoint opens a checkpoint
+// three times, `tapeformer info` four): the probe's verdict depends on the bytes alone.
+struct CheckedFile {
   uint64_t device = 0, inode = 0, size = 0;
   int64_t mtime_ns = 0, ctime_ns = 0;
-  uint32_t payload_crc = 0;
-  bool operator==(const SealedFile&) const = default;
+  uint32_t crc = 0;
+  bool operator==(const CheckedFile&) const = default;
 };
 
 // The probe H5Reader runs (when enabled): run_in_child with the walk of every group, dataset and
-// attribute, and the deadline of Hdf5ProbeOptions; skipped for a sealed file that passed it before.
-void probe(const std::string& path, uint64_t size, const std::optional<SealedFile>& sealed);
+// attribute, and the deadline of Hdf5ProbeOptions; skipped for a file that passed it before.
+void probe(const std::string& path, const CheckedFile& file);
 
 // Calls f(H5::H5Object&) on the group or dataset at `path`, which must exist.
 template <class F>

@@ -417,13 +417,13 @@ void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeW
                  "' (while ", last_step, "): ", verdict);
 }
 
-void probe(const std::string& path, uint64_t size, const std::optional<SealedFile>& sealed) {
-  static std::array<SealedFile, 8> passed{};  // a ring of the last sealed files that passed
+void probe(const std::string& path, const CheckedFile& file) {
+  static std::array<CheckedFile, 8> passed{};  // a ring of the last files that passed
   static size_t next = 0;
-  if (sealed && std::find(passed.begin(), passed.end(), *sealed) != passed.end()) return;
+  if (std::find(passed.begin(), passed.end(), file) != passed.end()) return;
   const Hdf5ProbeOptions o = options();
-  run_in_child(path, size, o.base_seconds + static_cast<double>(size) / o.bytes_per_second, walk_file);
-  if (sealed) passed[next++ % passed.size()] = *sealed;
+  run_in_child(path, file.size, o.base_seconds + static_cast<double>(file.size) / o.bytes_per_second, walk_file);
+  passed[next++ % passed.size()] = file;
 }
 
 }  // namespace hdf5

@@ -147,13 +147,22 @@ void expect_stored(const CheckedDataset& c, Stored expected) {
                  describe_type(c.ds.getDataType().getId()));
 }
 // Runs f, turning HDF5's exceptions (a damaged file) into an InputError about `what`.
+//
+// Note [no reading after an HDF5 error]: the first HDF5 error is remembered in `damage`, and
+// nothing more is read from the file. After an error, libhdf5's state for the file is one the
+// probe never saw (fuzzing found a root group whose first read failed its checksum and whose
+// second read succeeded, listing a group on which H5Lget_name_by_idx then freed a wild pointer);
+// a file that failed once is damaged anyway.
 template <class F>
-auto reading(const std::string& file_path, const std::string& what, F&& f) -> decltype(f()) {
+auto reading(const std::string& file_path, std::string& damage, const std::string& what, F&& f) -> decltype(f()) {
+  TF_CHECK_INPUT(damage.empty(), "HDF5 file '", file_path, "', ", what, ": not read, since an earlier read of the "
+                 "file failed (", damage, ")");
   forget_cause();
   try {
     return f();
   } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", file_path, "', ", what, ": ", detail(e)));
+    damage = concat(what, ": ", detail(e));
+    throw InputError(concat("HDF5 file '", file_path, "', ", damage));
   }
 }
 
@@ -185,21 +194,20 @@ H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
   TF_CHECK_INPUT(fs::is_regular_file(path_, ec), "cannot open HDF5 file '", path_, "': not a regular file");
   const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   TF_CHECK_INPUT(fd >= 0, "cannot open HDF5 file '", path_, "': ", std::strerror(errno));
-  std::optional<SealedFile> sealed;
+  CheckedFile checked;
   try {
     struct stat st {};
     TF_CHECK_INPUT(::fstat(fd, &st) == 0, "cannot open HDF5 file '", path_, "': ", std::strerror(errno));
     file_size_ = static_cast<uint64_t>(st.st_size);
-    if (const std::optional<uint32_t> crc = verify_integrity(fd, path_, file_size_)) {
-      auto ns = [](const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; };
-      sealed = SealedFile{st.st_dev, st.st_ino, file_size_, ns(st.st_mtim), ns(st.st_ctim), *crc};
-    }
+    const uint32_t crc = verify_integrity(fd, path_, file_size_);
+    auto ns = [](const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; };
+    checked = CheckedFile{st.st_dev, st.st_ino, file_size_, ns(st.st_mtim), ns(st.st_ctim), crc};
   } catch (...) {
     ::close(fd);
     throw;
   }
   ::close(fd);
-  if (hdf5_probe_options().enabled) probe(path_, file_size_, sealed);
+  if (hdf5_probe_options().enabled) probe(path_, checked);
   try {
     file_ = std::make_unique<H5::H5File>(path_, H5F_ACC_RDONLY);
   } catch (const H5::Exception& e) {
@@ -210,7 +218,7 @@ H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
 H5Reader::~H5Reader() = default;
 
 bool H5Reader::has(const std::string& path) const {
-  return reading(path_, concat("looking up '", normalize(path), "'"), [&] { return exists(*file_, path); });
+  return reading(path_, damage_, concat("looking up '", normalize(path), "'"), [&] { return exists(*file_, path); });
 }
 
 bool H5Reader::has(const std::string& group, const std::string& name) const { return has(join(group, name)); }
@@ -218,7 +226,7 @@ bool H5Reader::has(const std::string& group, const std::string& name) const { re
 std::vector<std::string> H5Reader::list(const std::string& group) const {
   const std::string g = normalize(group);
   TF_CHECK_INPUT(has(g), "HDF5 file '", path_, "': group '", g, "' not found");
-  return reading(path_, concat("listing group '", g, "'"), [&] {
+  return reading(path_, damage_, concat("listing group '", g, "'"), [&] {
     TF_CHECK_INPUT(g == "/" || file_->childObjType(g) == H5O_TYPE_GROUP, "HDF5 file '", path_, "': '", g,
                    "' is a dataset, expected a group");
     const H5::Group grp = file_->openGroup(g);
@@ -237,7 +245,7 @@ std::vector<std::string> H5Reader::list(const std::string& group) const {
 
 Tensor H5Reader::read_tensor(const std::string& group, const std::string& name,
                              std::optional<DType> expected) const {
-  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
+  return reading(path_, damage_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     DType dtype;
     if (c.stored == Stored::f32) dtype = DType::f32;
@@ -255,7 +263,7 @@ Tensor H5Reader::read_tensor(const std::string& group, const std::string& name,
 }
 
 void H5Reader::read_into(const std::string& group, const std::string& name, const Tensor& dst) const {
-  reading(path_, concat("dataset '", join(group, name), "'"), [&] {
+  reading(path_, damage_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     expect_stored(c, stored_of(dst.dtype()));
     check_shape(c, Shape::kMaxRank, file_size_);
@@ -266,7 +274,7 @@ void H5Reader::read_into(const std::string& group, const std::string& name, cons
 }
 
 std::vector<uint64_t> H5Reader::read_u64(const std::string& group, const std::string& name) const {
-  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
+  return reading(path_, damage_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     expect_stored(c, Stored::u64);
     check_shape(c, 1, file_size_);
@@ -278,7 +286,7 @@ std::vector<uint64_t> H5Reader::read_u64(const std::string& group, const std::st
 }
 
 std::string H5Reader::read_bytes(const std::string& group, const std::string& name, uint64_t max_bytes) const {
-  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
+  return reading(path_, damage_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     expect_stored(c, Stored::u8);
     check_shape(c, 1, file_size_);
@@ -293,21 +301,18 @@ std::string H5Reader::read_bytes(const std::string& group, const std::string& na
 
 bool H5Reader::has_attr(const std::string& path, const std::string& key) const {
   if (!has(path)) return false;
-  bool found = false;
-  try {
+  return reading(path_, damage_, concat("attribute '", key, "' of '", normalize(path), "'"), [&] {
+    bool found = false;
     with_object(*file_, path, [&](H5::H5Object& obj) { found = obj.attrExists(key); });
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", path_, "', attribute '", key, "' of '", normalize(path), "': ",
-                            detail(e)));
-  }
-  return found;
+    return found;
+  });
 }
 
 H5Attr H5Reader::read_attr(const std::string& path, const std::string& key) const {
   const std::string where = concat("HDF5 file '", path_, "', attribute '", key, "' of '", normalize(path), "'");
   TF_CHECK_INPUT(has(path), where, ": '", normalize(path), "' not found");
-  H5Attr result;
-  try {
+  return reading(path_, damage_, concat("attribute '", key, "' of '", normalize(path), "'"), [&] {
+    H5Attr result;
     with_object(*file_, path, [&](H5::H5Object& obj) {
       TF_CHECK_INPUT(obj.attrExists(key), where, ": not found");
       const H5::Attribute attr = obj.openAttribute(key);
@@ -363,10 +368,8 @@ H5Attr H5Reader::read_attr(const std::string& path, const std::string& key) cons
                                   describe_type(type.getId())));
       }
     });
-  } catch (const H5::Exception& e) {
-    throw InputError(concat(where, ": ", detail(e)));
-  }
-  return result;
+    return result;
+  });
 }
 
 namespace {
