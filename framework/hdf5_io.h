@@ -50,25 +50,29 @@
 // reseal_hdf5_file() writes a new one.
 //
 // Note [probing in a child process]: libhdf5 1.10.8 itself crashes or hangs on some damaged files
-// (docs/fuzzing.md). So before opening a file in this process, H5Reader opens it in a
-// forked child that uses only HDF5 and plain buffers (no OpenMP, no oneDNN; _exit, no atexit
-// handlers) and walks every group, dataset and attribute as the reader's calls would: links by
-// index and by name (plus one absent name per group), every attribute (strings only after their
-// length passed the reader's limit), one element of every contiguous dataset and the whole of
-// every other one the reader's limits allow. The child records each step in a page shared with
-// the parent and its result in a pipe; the parent waits at most base_seconds + file bytes /
-// bytes_per_second (10 s + 1 s per 50 MB by default), kills it past that, and turns a child
-// killed by a signal, exiting otherwise or timing out into an InputError naming the file and the
-// step. HDF5 errors that are not crashes are left
-// to the reader in this process, which names the dataset or attribute. The probe runs for sealed
-// files too: crc32 is not a signature, so a valid header proves the bytes are those that were
-// sealed, not that HDF5 can parse them (anyone can seal a forged file). It costs a fork and a
-// metadata walk, measured in docs/checkpoint.md; a file that passed is not probed again by the
-// process while its device, inode, size, times and crc32 are unchanged. Limits: a read past a buffer that does not crash
-// the child is not seen (AddressSanitizer sees it), and a name lookup the walk did not make runs
-// unprobed. In the child, fatal signals are reset to their default action (a crash handler of the
-// program, or libFuzzer's, must not run for it), SIGINT is ignored (the parent's to handle), core
-// dumps are off and the address space is capped at its size at fork + 1 GiB + twice the file.
+// (docs/fuzzing.md). So before opening a file in this process, H5Reader opens it in a forked child
+// that uses only HDF5 and plain buffers (no OpenMP, no oneDNN; _exit, no atexit handlers) and
+// walks every group, dataset and attribute as the reader's calls would: links by index and by
+// name (plus one absent name per group), every attribute (strings only after their length passed
+// the reader's limit), one element of every contiguous dataset and the whole of every other one
+// the reader's limits allow. The child records each step in a page shared with the parent and its
+// result in a pipe; the parent waits at most base_seconds + file bytes / bytes_per_second (10 s +
+// 1 s per 50 MB by default) and kills it past that. A child killed by a signal, exiting otherwise
+// or timing out is an InputError naming the file and the step. So is the first HDF5 call that
+// fails in the child, named in the reader's words ("HDF5 file 'f.h5', looking up '/model/w':
+// H5Oget_info_by_name failed (incorrect metadata checksum after all read attempts)"): this
+// process then never calls HDF5 on a file HDF5 reports damaged, because libhdf5's error paths
+// themselves crash depending on the heap's contents, which differ between child and parent
+// (fuzzing found a wild free after a failed link-table build). The probe runs for sealed files
+// too: crc32 is not a signature, so a valid header proves the bytes are those that were sealed,
+// not that HDF5 can parse them (anyone can seal a forged file). It costs a fork and a metadata
+// walk, measured in docs/checkpoint.md; a file that passed is not probed again by the process
+// while its device, inode, size, times and crc32 are unchanged. Limits: a read past a buffer that
+// does not crash the child is not seen (AddressSanitizer sees it), nor a fault that only calls the
+// walk did not make would reach. In the child, fatal signals are reset to their default action (a
+// crash handler of the program, or libFuzzer's, must not run for it), SIGINT is ignored (the
+// parent's to handle), core dumps are off and the address space is capped at its size at fork +
+// 1 GiB + twice the file.
 //
 // Debian's HDF5 is the serial, non-thread-safe build: use these classes from one thread at a time.
 //

@@ -76,6 +76,7 @@ class ProbeReport {
   ProbeReport(int fd, ProbeSteps& steps) : fd_(fd), steps_(steps) {}
   void step(const std::string& what);           // about to do `what`; the last one names a crash
   void cannot_open(const std::string& reason);  // HDF5 refused to open the file (not a crash)
+  void damaged(const std::string& where_and_reason);  // "dataset '/w': H5Dopen2 failed (...)"
   void done();                                  // walked the whole file
 
  private:
@@ -86,8 +87,9 @@ class ProbeReport {
 using ProbeWalk = void (*)(ProbeReport& report, const std::string& path, uint64_t size);
 
 // Runs walk(path) in a forked child and waits at most `seconds` for it. Returns when the child
-// reported done(); an InputError naming the file when HDF5 could not open it, or the child was
-// killed by a signal, exited otherwise, or ran past the deadline (and was killed).
+// reported done(); an InputError naming the file when HDF5 could not open it or failed on a part
+// of it, or the child was killed by a signal, exited otherwise, or ran past the deadline (and was
+// killed).
 void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeWalk walk);
 
 // A file as it was when H5Reader checked it: device, inode, size, modification and change times,

@@ -63,6 +63,7 @@ void ProbeReport::step(const std::string& what) {
 }
 
 void ProbeReport::cannot_open(const std::string& reason) { send('E', reason); }
+void ProbeReport::damaged(const std::string& where_and_reason) { send('F', where_and_reason); }
 void ProbeReport::done() { send('D', ""); }
 
 void ProbeReport::send(char kind, const std::string& text) {
@@ -86,78 +87,96 @@ namespace {
 constexpr int kMaxDepth = 32;
 constexpr const char* kAbsent = "tapeformer-probe-absent-name";
 
+// Every HDF5 call is checked: the first that fails ends the walk, and the file is refused with
+// HDF5's reason (Note [probing in a child process]). Steps and places are named in the reader's
+// words ("dataset '/model/w'"), so that a refusal reads like the reader's own.
 struct Walker {
   hid_t file;
   ProbeReport& report;
   uint64_t file_size;
   std::set<haddr_t> visited;  // object header addresses: hard links may form cycles
 
-  bool first_visit(hid_t object) {
+  // HDF5 failed on `where`: report it and end the child (the parent refuses the file).
+  [[noreturn]] void fail(const std::string& where, const char* call) {
+    report.damaged(where + ": " + detail(std::string(call) + " failed"));
+    ::_exit(0);
+  }
+  hid_t check(hid_t id, const std::string& where, const char* call) {
+    if (id < 0) fail(where, call);
+    return id;
+  }
+
+  bool first_visit(hid_t object, const std::string& where) {
     H5O_info_t info{};
-    if (H5Oget_info2(object, &info, H5O_INFO_BASIC) < 0) return false;
+    check(H5Oget_info2(object, &info, H5O_INFO_BASIC), where, "H5Oget_info");
     return visited.insert(info.addr).second;
   }
 
   // As H5Reader::read_attr: one value; a string only once its length passed the limit.
   void attribute(hid_t attr, const std::string& where) {
-    const hid_t space = H5Aget_space(attr), type = H5Aget_type(attr);
-    if (space >= 0 && type >= 0 && H5Sget_simple_extent_npoints(space) == 1) {
+    const hid_t space = check(H5Aget_space(attr), where, "H5Aget_space");
+    const hid_t type = check(H5Aget_type(attr), where, "H5Aget_type");
+    const hssize_t points = H5Sget_simple_extent_npoints(space);
+    check(points, where, "H5Sget_simple_extent_npoints");
+    if (points == 1) {
       report.step("reading " + where);
       const size_t size = H5Tget_size(type);
       switch (H5Tget_class(type)) {
         case H5T_STRING:
           if (H5Tis_variable_str(type) > 0) {
             uint32_t length = 0;
-            if (H5Aread(attr, vlen_length_type(), &length) >= 0 && length <= kMaxAttrString) {
+            check(H5Aread(attr, vlen_length_type(), &length), where, "H5Aread");
+            if (length <= kMaxAttrString) {
               char* value = nullptr;
-              if (H5Aread(attr, type, &value) >= 0) H5free_memory(value);
+              check(H5Aread(attr, type, &value), where, "H5Aread");
+              H5free_memory(value);
             }
           } else if (size <= kMaxAttrString) {
             std::vector<char> value(size + 1);
-            H5Aread(attr, type, value.data());
+            check(H5Aread(attr, type, value.data()), where, "H5Aread");
           }
           break;
         case H5T_INTEGER: {
           int64_t value = 0;
           const bool wide_unsigned = H5Tget_sign(type) == H5T_SGN_NONE && size >= 8;
-          if (size <= 8) H5Aread(attr, wide_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, &value);
+          if (size <= 8) check(H5Aread(attr, wide_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, &value), where, "H5Aread");
           break;
         }
         case H5T_FLOAT: {
           double value = 0;
-          H5Aread(attr, H5T_NATIVE_DOUBLE, &value);
+          check(H5Aread(attr, H5T_NATIVE_DOUBLE, &value), where, "H5Aread");
           break;
         }
-        default: break;
+        default: break;  // the reader refuses other types without reading them
       }
     }
-    if (type >= 0) H5Tclose(type);
-    if (space >= 0) H5Sclose(space);
+    H5Tclose(type);
+    H5Sclose(space);
   }
 
   // Every attribute of `object`, by index and then by name (H5Aexists, H5Aopen), as has_attr and
   // read_attr reach them; and one absent name.
   void attributes(hid_t object, const std::string& path) {
+    const std::string where = "attributes of '" + path + "'";
     report.step("looking up an absent attribute of '" + path + "'");
-    H5Aexists(object, kAbsent);
+    check(H5Aexists(object, kAbsent), where, "H5Aexists");
     H5O_info_t info{};
-    report.step("counting the attributes of '" + path + "'");
-    if (H5Oget_info2(object, &info, H5O_INFO_NUM_ATTRS) < 0) return;
+    check(H5Oget_info2(object, &info, H5O_INFO_NUM_ATTRS), where, "H5Oget_info");
     for (hsize_t i = 0; i < info.num_attrs; ++i) {
-      report.step(concat("opening attribute ", i, " of '", path, "'"));
-      const hid_t by_index = H5Aopen_by_idx(object, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT);
-      if (by_index < 0) return;  // the reader's calls fail here too: nothing further to learn
+      const std::string nth = concat("attribute ", i, " of '", path, "'");
+      report.step("opening " + nth);
+      const hid_t by_index =
+          check(H5Aopen_by_idx(object, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT), nth, "H5Aopen_by_idx");
       const ssize_t length = H5Aget_name(by_index, 0, nullptr);
-      std::string name(length > 0 ? static_cast<size_t>(length) : 0, '\0');
-      if (length > 0) H5Aget_name(by_index, name.size() + 1, name.data());
+      check(length, nth, "H5Aget_name");
+      std::string name(static_cast<size_t>(length), '\0');
+      check(H5Aget_name(by_index, name.size() + 1, name.data()), nth, "H5Aget_name");
       H5Aclose(by_index);
-      if (length <= 0) continue;
-      const std::string where = "attribute '" + name + "' of '" + path + "'";
-      report.step("looking up " + where);
-      if (H5Aexists(object, name.c_str()) <= 0) continue;
-      const hid_t attr = H5Aopen(object, name.c_str(), H5P_DEFAULT);
-      if (attr < 0) continue;
-      attribute(attr, where);
+      const std::string named = "attribute '" + name + "' of '" + path + "'";
+      report.step("looking up " + named);
+      if (check(H5Aexists(object, name.c_str()), named, "H5Aexists") == 0) continue;  // the reader: "not found"
+      const hid_t attr = check(H5Aopen(object, name.c_str(), H5P_DEFAULT), named, "H5Aopen");
+      attribute(attr, named);
       H5Aclose(attr);
     }
   }
@@ -167,36 +186,36 @@ struct Walker {
   // address HDF5 checked when it opened the dataset), all of it otherwise (chunk indexes,
   // compact storage).
   void dataset(const std::string& path) {
-    report.step("opening dataset '" + path + "'");
-    const hid_t ds = H5Dopen2(file, path.c_str(), H5P_DEFAULT);
-    if (ds < 0) return;
-    if (first_visit(ds)) {
+    const std::string where = "dataset '" + path + "'";
+    report.step("opening " + where);
+    const hid_t ds = check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), where, "H5Dopen2");
+    if (first_visit(ds, where)) {
       attributes(ds, path);
-      read_data(ds, path);
+      read_data(ds, where);
     }
     H5Dclose(ds);
   }
 
-  void read_data(hid_t ds, const std::string& path) {
-    report.step("reading the type and shape of dataset '" + path + "'");
-    const hid_t type = H5Dget_type(ds), space = H5Dget_space(ds), plist = H5Dget_create_plist(ds);
-    hid_t memory = -1;
-    if (type >= 0) {
-      const size_t size = H5Tget_size(type);
-      const H5T_class_t cls = H5Tget_class(type);
-      const bool is_signed = cls == H5T_INTEGER && H5Tget_sign(type) == H5T_SGN_2;
-      if (cls == H5T_FLOAT && size == 4) memory = H5T_NATIVE_FLOAT;
-      if (cls == H5T_FLOAT && size == 8) memory = H5T_NATIVE_DOUBLE;
-      if (cls == H5T_INTEGER && is_signed && size == 4) memory = H5T_NATIVE_INT32;
-      if (cls == H5T_INTEGER && !is_signed && size == 8) memory = H5T_NATIVE_UINT64;
-      if (cls == H5T_INTEGER && !is_signed && size == 1) memory = H5T_NATIVE_UINT8;
-    }
-    const H5S_class_t space_class = space >= 0 ? H5Sget_simple_extent_type(space) : H5S_NO_CLASS;
-    const int rank = space_class == H5S_SIMPLE ? H5Sget_simple_extent_ndims(space) : 0;
-    if (memory >= 0 && (space_class == H5S_SCALAR || space_class == H5S_SIMPLE) && rank >= 0 &&
-        rank <= Shape::kMaxRank) {
+  void read_data(hid_t ds, const std::string& where) {
+    report.step("reading the type and shape of " + where);
+    const hid_t type = check(H5Dget_type(ds), where, "H5Dget_type");
+    const hid_t space = check(H5Dget_space(ds), where, "H5Dget_space");
+    const hid_t plist = check(H5Dget_create_plist(ds), where, "H5Dget_create_plist");
+    hid_t memory = -1;  // the reader's types only: it refuses others without reading them
+    const size_t size = H5Tget_size(type);
+    const H5T_class_t cls = H5Tget_class(type);
+    const bool is_signed = cls == H5T_INTEGER && H5Tget_sign(type) == H5T_SGN_2;
+    if (cls == H5T_FLOAT && size == 4) memory = H5T_NATIVE_FLOAT;
+    if (cls == H5T_FLOAT && size == 8) memory = H5T_NATIVE_DOUBLE;
+    if (cls == H5T_INTEGER && is_signed && size == 4) memory = H5T_NATIVE_INT32;
+    if (cls == H5T_INTEGER && !is_signed && size == 8) memory = H5T_NATIVE_UINT64;
+    if (cls == H5T_INTEGER && !is_signed && size == 1) memory = H5T_NATIVE_UINT8;
+    const H5S_class_t space_class = H5Sget_simple_extent_type(space);
+    if (space_class == H5S_NO_CLASS) fail(where, "H5Sget_simple_extent_type");
+    const int rank = space_class == H5S_SIMPLE ? check(H5Sget_simple_extent_ndims(space), where, "H5Sget_simple_extent_ndims") : 0;
+    if (memory >= 0 && (space_class == H5S_SCALAR || space_class == H5S_SIMPLE) && rank <= Shape::kMaxRank) {
       std::vector<hsize_t> dims(rank), start(rank, 0), one(rank, 1);
-      if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+      if (rank > 0) check(H5Sget_simple_extent_dims(space, dims.data(), nullptr), where, "H5Sget_simple_extent_dims");
       uint64_t numel = 1;  // the reader's limits (check_shape in hdf5_reader.cpp)
       bool fits = true;
       for (hsize_t d : dims) {
@@ -204,34 +223,35 @@ struct Walker {
         if (fits) numel *= d;
       }
       const size_t element = H5Tget_size(memory);
-      fits = fits && numel * element <= file_size;
-      if (fits && numel > 0) {
-        const bool contiguous = plist >= 0 && H5Pget_layout(plist) == H5D_CONTIGUOUS;
-        report.step("reading dataset '" + path + "'");
-        if (contiguous && rank > 0) {
-          const hid_t one_element = H5Screate_simple(rank, one.data(), nullptr);
-          H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, one.data(), nullptr);
+      if (fits && numel > 0 && numel * element <= file_size) {
+        const H5D_layout_t layout = H5Pget_layout(plist);
+        if (layout < 0) fail(where, "H5Pget_layout");
+        report.step("reading " + where);
+        if (layout == H5D_CONTIGUOUS && rank > 0) {
+          const hid_t one_element = check(H5Screate_simple(rank, one.data(), nullptr), where, "H5Screate_simple");
+          check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, one.data(), nullptr), where,
+                "H5Sselect_hyperslab");
           std::vector<char> value(element);
-          H5Dread(ds, memory, one_element, space, H5P_DEFAULT, value.data());
+          check(H5Dread(ds, memory, one_element, space, H5P_DEFAULT, value.data()), where, "H5Dread");
           H5Sclose(one_element);
         } else {
           std::vector<char> values(numel * element);
-          H5Dread(ds, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+          check(H5Dread(ds, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where, "H5Dread");
         }
       }
     }
-    if (plist >= 0) H5Pclose(plist);
-    if (space >= 0) H5Sclose(space);
-    if (type >= 0) H5Tclose(type);
+    H5Pclose(plist);
+    H5Sclose(space);
+    H5Tclose(type);
   }
 
   // As H5Reader::list and has: the links by index, each looked up by name (H5Lexists, then its
   // object type), and one absent name.
   void group(const std::string& path, int depth) {
+    const std::string where = "listing group '" + path + "'";
     report.step("opening group '" + path + "'");
-    const hid_t g = H5Gopen2(file, path.c_str(), H5P_DEFAULT);
-    if (g < 0) return;
-    if (first_visit(g)) {
+    const hid_t g = check(H5Gopen2(file, path.c_str(), H5P_DEFAULT), where, "H5Gopen2");
+    if (first_visit(g, where)) {
       attributes(g, path);
       members(g, path, depth);
     }
@@ -239,23 +259,26 @@ struct Walker {
   }
 
   void members(hid_t g, const std::string& path, int depth) {
+    const std::string where = "listing group '" + path + "'";
     report.step("looking up an absent name in '" + path + "'");
-    H5Lexists(g, kAbsent, H5P_DEFAULT);
+    check(H5Lexists(g, kAbsent, H5P_DEFAULT), where, "H5Lexists");
     H5G_info_t info{};
-    report.step("counting the members of '" + path + "'");
-    if (H5Gget_info(g, &info) < 0) return;
+    check(H5Gget_info(g, &info), where, "H5Gget_info");
     for (hsize_t i = 0; i < info.nlinks; ++i) {
       report.step(concat("listing member ", i, " of '", path, "'"));
       const ssize_t length = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
-      if (length <= 0) return;  // as in H5Reader::list, the first failure ends the listing
+      check(length, where, "H5Lget_name_by_idx");
       std::string name(static_cast<size_t>(length), '\0');
-      if (H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1, H5P_DEFAULT) < 0)
-        return;
+      check(H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1, H5P_DEFAULT),
+            where, "H5Lget_name_by_idx");
+      if (name.empty() || name.find('/') != std::string::npos) continue;  // the reader refuses it by name
       const std::string child = join(path, name);
-      report.step("looking up '" + child + "'");
-      if (H5Lexists(file, child.c_str(), H5P_DEFAULT) <= 0) continue;
+      const std::string looking = "looking up '" + child + "'";
+      report.step(looking);
+      if (check(H5Lexists(file, child.c_str(), H5P_DEFAULT), looking, "H5Lexists") == 0) continue;
       H5O_info_t object{};
-      if (H5Oget_info_by_name2(file, child.c_str(), &object, H5O_INFO_ALL, H5P_DEFAULT) < 0) continue;
+      check(H5Oget_info_by_name2(file, child.c_str(), &object, H5O_INFO_ALL, H5P_DEFAULT), looking,
+            "H5Oget_info_by_name");
       if (object.type == H5O_TYPE_GROUP && depth < kMaxDepth) group(child, depth + 1);
       if (object.type == H5O_TYPE_DATASET) dataset(child);
     }
@@ -366,7 +389,7 @@ void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeW
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                         std::chrono::duration<double>(seconds));
-  std::string pending, open_error;
+  std::string pending, open_error, damage;
   bool done = false, timed_out = false;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -385,6 +408,7 @@ void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeW
     pending.append(buffer, static_cast<size_t>(n));
     for (size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1)) {
       if (pending[0] == 'E') open_error = end >= 2 ? pending.substr(2, end - 2) : "";
+      if (pending[0] == 'F') damage = end >= 2 ? pending.substr(2, end - 2) : "";
       if (pending[0] == 'D') done = true;
     }
   }
@@ -412,6 +436,7 @@ void run_in_child(const std::string& path, uint64_t size, double seconds, ProbeW
   const bool exited_cleanly = waited != pid || (WIFEXITED(status) && WEXITSTATUS(status) == 0);
   TF_CHECK_INPUT(open_error.empty() || !exited_cleanly, "cannot open HDF5 file '", path,
                  "' (truncated or damaged?): ", open_error);
+  TF_CHECK_INPUT(damage.empty() || !exited_cleanly, "HDF5 file '", path, "', ", damage);
   TF_CHECK_INPUT(done && exited_cleanly, "the HDF5 library failed (", waited == pid && WIFEXITED(status) ?
                  concat("exit status ", WEXITSTATUS(status)) : std::string("no result"), ") reading '", path,
                  "' (while ", last_step, "): ", verdict);

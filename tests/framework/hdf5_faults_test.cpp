@@ -268,8 +268,11 @@ TEST(Hdf5Faults, EveryBitFlipInAParameterHeaderIsRefused) {
   set_hdf5_probe_options(saved);
 }
 
-// After HDF5 has failed on a file once, the reader reads nothing more from it, not even an intact
-// dataset (Note [no reading after an HDF5 error] in hdf5_reader.cpp); a new reader starts afresh.
+// A flipped bit in a dataset's header: the probe meets HDF5's error first and refuses the file
+// before this process calls HDF5 on it. Without the probe (or for an error the probe did not
+// meet), after HDF5 has failed on the file once the reader reads nothing more from it, not even
+// an intact dataset (Note [no reading after an HDF5 error] in hdf5_reader.cpp); a new reader
+// starts afresh.
 TEST(Hdf5Faults, AfterAnHdf5ErrorTheReaderReadsNothingMoreFromTheFile) {
   const TempDir dir;
   const std::string path = (dir / "params.h5").string();
@@ -279,15 +282,24 @@ TEST(Hdf5Faults, AfterAnHdf5ErrorTheReaderReadsNothingMoreFromTheFile) {
   bytes[header + 20] = static_cast<char>(bytes[header + 20] ^ 0x08);
   tf::testing::write_file(path, bytes);
 
-  const H5Reader in(path);
-  const std::string first = error_message<InputError>([&] { in.read_tensor("model", "a"); });
-  EXPECT_NE(first.find("HDF5 file '" + path + "', dataset '/model/a': "), std::string::npos) << first;
-  const std::string then = error_message<InputError>([&] { in.read_tensor("model", "b"); });
-  EXPECT_EQ(then, "HDF5 file '" + path + "', dataset '/model/b': not read, since an earlier read of the file failed (" +
-                      first.substr(first.find("dataset '/model/a'")) + ")");
-  EXPECT_NE(error_message<InputError>([&] { in.has_attr("/", "step"); }).find("not read, since an earlier read"),
-            std::string::npos);
-  EXPECT_TRUE(same_bytes(H5Reader(path).read_tensor("model", "b"), counting({4})));
+  const std::string probed = error_message<InputError>([&] { H5Reader in(path); });
+  EXPECT_EQ(probed, "HDF5 file '" + path + "', looking up '/model/a': H5Oget_info_by_name failed (incorrect metadata "
+                    "checksum after all read attempts)");
+
+  const Hdf5ProbeOptions saved = hdf5_probe_options();
+  set_hdf5_probe_options({.enabled = false});
+  {
+    const H5Reader in(path);
+    const std::string first = error_message<InputError>([&] { in.read_tensor("model", "a"); });
+    EXPECT_NE(first.find("HDF5 file '" + path + "', dataset '/model/a': "), std::string::npos) << first;
+    const std::string then = error_message<InputError>([&] { in.read_tensor("model", "b"); });
+    EXPECT_EQ(then, "HDF5 file '" + path + "', dataset '/model/b': not read, since an earlier read of the file failed (" +
+                        first.substr(first.find("dataset '/model/a'")) + ")");
+    EXPECT_NE(error_message<InputError>([&] { in.has_attr("/", "step"); }).find("not read, since an earlier read"),
+              std::string::npos);
+    EXPECT_TRUE(same_bytes(H5Reader(path).read_tensor("model", "b"), counting({4})));
+  }
+  set_hdf5_probe_options(saved);
 }
 
 // Sets a file size limit for this process, with SIGXFSZ ignored so that a write past it fails

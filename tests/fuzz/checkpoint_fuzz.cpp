@@ -6,12 +6,13 @@
 // Expected: success or tf::InputError; anything else is a finding.
 //
 // The reader runs as shipped: integrity header checked, the file probed in a child process
-// (framework/hdf5_io.h), which contains libhdf5's own crashes and hangs; the probe leaves HDF5's
-// ordinary errors to the reader in this process, so libFuzzer still explores our reader code.
-// A mutated sealed file almost never keeps its checksum, so an input whose HDF5 data starts at
-// byte 512 is also resealed and read again: a forged file with a valid header, which is why the
-// probe runs for sealed files too. TAPEFORMER_HDF5_PROBE=0 runs HDF5 in this process instead
-// (its own crashes are then findings again; the inputs of tests/fuzz/known/ crash at once).
+// (framework/hdf5_io.h), which contains libhdf5's own crashes and hangs and refuses a file as soon
+// as HDF5 fails on any part of it; what libFuzzer explores in this process is then our reader's
+// own checks (names, types, ranks, sizes) and the loaders above it. A mutated sealed file almost
+// never keeps its checksum, so an input whose HDF5 data starts at byte 512 is also resealed and
+// read again: a forged file with a valid header, which is why the probe runs for sealed files too.
+// TAPEFORMER_HDF5_PROBE=0 runs HDF5 in this process only, to explore the reader's handling of
+// HDF5's errors as well (libhdf5's own faults are then findings again: the hdf5_*.h5 seeds crash).
 #include <omp.h>
 #include <unistd.h>
 
