@@ -2,6 +2,7 @@
 find_package(OpenMP REQUIRED)
 find_package(dnnl CONFIG REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C CXX)
+find_package(ZLIB REQUIRED)   # crc32 of the checkpoint integrity header (HDF5 links zlib already)
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(GTest REQUIRED)
@@ -21,4 +22,4 @@ add_library(tapeformer_deps INTERFACE)
 target_include_directories(tapeformer_deps INTERFACE ${HDF5_INCLUDE_DIRS} ${CBLAS_INCLUDE_DIR})
 target_link_libraries(tapeformer_deps INTERFACE
   DNNL::dnnl ${OPENBLAS_OPENMP} ${HDF5_CXX_LIBRARIES} ${HDF5_LIBRARIES}
-  yaml-cpp CLI11::CLI11 OpenMP::OpenMP_CXX)
+  yaml-cpp CLI11::CLI11 OpenMP::OpenMP_CXX ZLIB::ZLIB)

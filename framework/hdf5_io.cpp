@@ -54,6 +54,13 @@ void init() {
 
 void forget_cause() { g_last_cause.clear(); }
 
+std::string detail(const std::string& what) {
+  std::string out = what;
+  if (!g_last_cause.empty()) out += " (" + g_last_cause + ")";
+  g_last_cause.clear();
+  return out;
+}
+
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
   size_t start = 0;
@@ -156,6 +163,7 @@ H5::DataSpace space_of(const Shape& shape) {
 // The image is taken from HDF5 as it closes the file, through file image callbacks that keep the
 // buffer instead of freeing it: H5Fget_file_image on the open file would copy it, and in HDF5
 // 1.10.8 returns a 1.8-format superblock whose checksum no longer matches (readers refuse it).
+// Holding the whole image also lets close() checksum it before the first byte reaches the disk.
 // The cost: a checkpoint's image is held in memory while it is written (19 MB for a
 // 1.6M-parameter model with its Adam moments).
 struct hdf5::MemoryImage {
@@ -196,16 +204,19 @@ void* image_memcpy(void* dst, const void* src, size_t size, H5FD_file_image_op_t
 void* udata_copy(void* udata) { return udata; }  // one MemoryImage, owned by the writer
 herr_t udata_free(void*) { return 0; }
 
-// The file's length: the end-of-file address in its superblock (version 2, as the 1.8 format
-// writes it: signature (8), version, offset size, length size, flags, base address (8),
-// extension address (8), end-of-file address (8), ...), which the buffer may exceed.
+// The file's length: the end-of-file address of its superblock (version 2, as the 1.8 format
+// writes it, after the user block of the integrity header: signature (8), version, offset size,
+// length size, flags, base address (8), extension address (8), end-of-file address (8), ...). HDF5
+// 1.10 counts it from the start of the file, user block included (h5py's files with a user block
+// are exactly that long). The buffer may exceed it.
 size_t image_length(const hdf5::MemoryImage& image, const std::string& file) {
   const auto* bytes = static_cast<const unsigned char*>(image.data);
-  TF_CHECK(image.released && image.capacity >= 48 && std::memcmp(bytes, "\x89HDF\r\n\x1a\n", 8) == 0 &&
-               (bytes[8] == 2 || bytes[8] == 3) && bytes[9] == 8,
-           "HDF5 file '", file, "': the in-memory image does not start with a version 2 superblock");
+  const unsigned char* super = bytes + kHeaderBytes;
+  TF_CHECK(image.released && image.capacity >= kHeaderBytes + 48 && std::memcmp(super, "\x89HDF\r\n\x1a\n", 8) == 0 &&
+               (super[8] == 2 || super[8] == 3) && super[9] == 8,
+           "HDF5 file '", file, "': the in-memory image does not have a version 2 superblock at byte ", kHeaderBytes);
   uint64_t end = 0;
-  for (int i = 7; i >= 0; --i) end = end << 8 | bytes[28 + i];
+  for (int i = 7; i >= 0; --i) end = end << 8 | super[28 + i];
   TF_CHECK(end <= image.capacity, "HDF5 file '", file, "': end of file ", end, " beyond the image's ",
            image.capacity, " bytes");
   return static_cast<size_t>(end);
@@ -229,7 +240,9 @@ H5Writer::H5Writer(std::string path)
     // Format of HDF5 1.8, whose object headers and group indexes carry checksums: a flipped bit
     // in a header is then refused on read instead of being read as a different shape or address.
     access.setLibverBounds(H5F_LIBVER_V18, H5F_LIBVER_V18);
-    file_ = std::make_unique<H5::H5File>(partial_path_, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access);
+    H5::FileCreatPropList create;
+    create.setUserblock(kHeaderBytes);  // room for the integrity header (Note [integrity header])
+    file_ = std::make_unique<H5::H5File>(partial_path_, H5F_ACC_TRUNC, create, access);
   } catch (const H5::Exception& e) {
     ::close(fd_);
     fs::remove(partial_path_);
@@ -366,6 +379,7 @@ void H5Writer::close() {
   }
   file_.reset();
   const size_t size = image_length(*image_, partial_path_);
+  write_integrity_header(static_cast<char*>(image_->data), size);
   // Data to disk before the rename makes it visible, and the folder entry after it: otherwise a
   // power cut could leave the new name pointing at unwritten blocks.
   try {

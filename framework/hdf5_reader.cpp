@@ -1,8 +1,14 @@
 // HDF5 reading of named tensors, byte strings and attributes (see hdf5_io.h). The file is user
-// input: every size, type and length is checked before anything is allocated, and every failure,
-// HDF5's included, is a tf::InputError naming the file and the object.
+// input: its integrity header is verified and it is probed in a child process before HDF5 opens it
+// here (hdf5_integrity.cpp, hdf5_probe.cpp); every size, type and length is checked before
+// anything is allocated, and every failure, HDF5's included, is a tf::InputError naming the file
+// and the object.
 #include <H5Cpp.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -17,11 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace hdf5;
-
-// Elements a dataset may declare before we refuse it (2^31: far above any tensor we train).
-constexpr uint64_t kMaxElements = uint64_t{1} << 31;
-// Bytes a string attribute may hold (ours are words and dates).
-constexpr uint64_t kMaxAttrString = 64 * 1024;
 
 // Note [variable-length string length]: a variable-length string is stored as a reference
 // (length: 4 bytes, global heap address, index), and HDF5 allocates and fills `length` bytes
@@ -53,20 +54,6 @@ herr_t vlen_string_length(hid_t src, hid_t dst, H5T_cdata_t* cdata, size_t n, si
     }
     default: return 0;  // H5T_CONV_FREE: nothing to free
   }
-}
-
-// The opaque type that vlen_string_length converts to (registered on first use).
-hid_t length_type() {
-  static const hid_t type = [] {
-    const hid_t t = H5Tcreate(H5T_OPAQUE, 4);
-    H5Tset_tag(t, kLengthTag);
-    const hid_t vstr = H5Tcopy(H5T_C_S1);
-    H5Tset_size(vstr, H5T_VARIABLE);
-    H5Tregister(H5T_PERS_SOFT, "tapeformer vlen length", vstr, t, vlen_string_length);
-    H5Tclose(vstr);
-    return t;
-  }();
-  return type;
 }
 
 // What a dataset's stored element type is, in our vocabulary.
@@ -160,35 +147,67 @@ void expect_stored(const CheckedDataset& c, Stored expected) {
                  describe_type(c.ds.getDataType().getId()));
 }
 // Runs f, turning HDF5's exceptions (a damaged file) into an InputError about `what`.
+//
+// Note [no reading after an HDF5 error]: the first HDF5 error is remembered in `damage`, and
+// nothing more is read from the file. After an error, libhdf5's state for the file is one the
+// probe never saw (fuzzing found a root group whose first read failed its checksum and whose
+// second read succeeded, listing a group on which H5Lget_name_by_idx then freed a wild pointer);
+// a file that failed once is damaged anyway.
 template <class F>
-auto reading(const std::string& file_path, const std::string& what, F&& f) -> decltype(f()) {
+auto reading(const std::string& file_path, std::string& damage, const std::string& what, F&& f) -> decltype(f()) {
+  TF_CHECK_INPUT(damage.empty(), "HDF5 file '", file_path, "', ", what, ": not read, since an earlier read of the "
+                 "file failed (", damage, ")");
   forget_cause();
   try {
     return f();
   } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", file_path, "', ", what, ": ", detail(e)));
+    damage = concat(what, ": ", detail(e));
+    throw InputError(concat("HDF5 file '", file_path, "', ", damage));
   }
 }
 
 }  // namespace
 
+// The opaque type that vlen_string_length converts to (registered on first use).
+hid_t hdf5::vlen_length_type() {
+  static const hid_t type = [] {
+    const hid_t t = H5Tcreate(H5T_OPAQUE, 4);
+    H5Tset_tag(t, kLengthTag);
+    const hid_t vstr = H5Tcopy(H5T_C_S1);
+    H5Tset_size(vstr, H5T_VARIABLE);
+    H5Tregister(H5T_PERS_SOFT, "tapeformer vlen length", vstr, t, vlen_string_length);
+    H5Tclose(vstr);
+    return t;
+  }();
+  return type;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reader
 
+// Order matters: our own checks of the bytes (no HDF5 call), then HDF5 in a child process, then
+// HDF5 in this one.
 H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
   init();
   std::error_code ec;
   TF_CHECK_INPUT(fs::exists(path_, ec), "cannot open HDF5 file '", path_, "': no such file");
   TF_CHECK_INPUT(fs::is_regular_file(path_, ec), "cannot open HDF5 file '", path_, "': not a regular file");
-  file_size_ = fs::file_size(path_, ec);
-  TF_CHECK_INPUT(!ec, "cannot open HDF5 file '", path_, "': ", ec.message());
-  bool is_hdf5 = false;
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  TF_CHECK_INPUT(fd >= 0, "cannot open HDF5 file '", path_, "': ", std::strerror(errno));
+  CheckedFile checked;
   try {
-    is_hdf5 = H5::H5File::isHdf5(path_);
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("cannot open HDF5 file '", path_, "': ", detail(e)));
+    struct stat st {};
+    TF_CHECK_INPUT(::fstat(fd, &st) == 0, "cannot open HDF5 file '", path_, "': ", std::strerror(errno));
+    file_size_ = static_cast<uint64_t>(st.st_size);
+    const uint32_t crc = verify_integrity(fd, path_, file_size_);
+    auto ns = [](const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; };
+    checked = CheckedFile{st.st_dev, st.st_ino, file_size_, ns(st.st_mtim), ns(st.st_ctim), crc};
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-  TF_CHECK_INPUT(is_hdf5, "'", path_, "' is not an HDF5 file (no HDF5 signature found)");
+  ::close(fd);
+  if (hdf5_probe_options().enabled) probe(path_, checked);
   try {
     file_ = std::make_unique<H5::H5File>(path_, H5F_ACC_RDONLY);
   } catch (const H5::Exception& e) {
@@ -199,7 +218,7 @@ H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
 H5Reader::~H5Reader() = default;
 
 bool H5Reader::has(const std::string& path) const {
-  return reading(path_, concat("looking up '", normalize(path), "'"), [&] { return exists(*file_, path); });
+  return reading(path_, damage_, concat("looking up '", normalize(path), "'"), [&] { return exists(*file_, path); });
 }
 
 bool H5Reader::has(const std::string& group, const std::string& name) const { return has(join(group, name)); }
@@ -207,19 +226,26 @@ bool H5Reader::has(const std::string& group, const std::string& name) const { re
 std::vector<std::string> H5Reader::list(const std::string& group) const {
   const std::string g = normalize(group);
   TF_CHECK_INPUT(has(g), "HDF5 file '", path_, "': group '", g, "' not found");
-  return reading(path_, concat("listing group '", g, "'"), [&] {
+  return reading(path_, damage_, concat("listing group '", g, "'"), [&] {
     TF_CHECK_INPUT(g == "/" || file_->childObjType(g) == H5O_TYPE_GROUP, "HDF5 file '", path_, "': '", g,
                    "' is a dataset, expected a group");
     const H5::Group grp = file_->openGroup(g);
     std::vector<std::string> names;
-    for (hsize_t i = 0, n = grp.getNumObjs(); i < n; ++i) names.push_back(grp.getObjnameByIdx(i));
+    for (hsize_t i = 0, n = grp.getNumObjs(); i < n; ++i) {
+      std::string name = grp.getObjnameByIdx(i);
+      // An empty name would make group + "/" + name the group itself (a damaged index listed 21
+      // of them, and a walk of the tree became exponential: hdf5_link_lookup_hang.h5).
+      TF_CHECK_INPUT(!name.empty() && name.find('/') == std::string::npos, "HDF5 file '", path_, "', group '", g,
+                     "': member ", i, " is named '", name, "', which no HDF5 link can be (damaged group index)");
+      names.push_back(std::move(name));
+    }
     return names;
   });
 }
 
 Tensor H5Reader::read_tensor(const std::string& group, const std::string& name,
                              std::optional<DType> expected) const {
-  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
+  return reading(path_, damage_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     DType dtype;
     if (c.stored == Stored::f32) dtype = DType::f32;
@@ -237,7 +263,7 @@ Tensor H5Reader::read_tensor(const std::string& group, const std::string& name,
 }
 
 void H5Reader::read_into(const std::string& group, const std::string& name, const Tensor& dst) const {
-  reading(path_, concat("dataset '", join(group, name), "'"), [&] {
+  reading(path_, damage_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     expect_stored(c, stored_of(dst.dtype()));
     check_shape(c, Shape::kMaxRank, file_size_);
@@ -248,7 +274,7 @@ void H5Reader::read_into(const std::string& group, const std::string& name, cons
 }
 
 std::vector<uint64_t> H5Reader::read_u64(const std::string& group, const std::string& name) const {
-  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
+  return reading(path_, damage_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     expect_stored(c, Stored::u64);
     check_shape(c, 1, file_size_);
@@ -260,7 +286,7 @@ std::vector<uint64_t> H5Reader::read_u64(const std::string& group, const std::st
 }
 
 std::string H5Reader::read_bytes(const std::string& group, const std::string& name, uint64_t max_bytes) const {
-  return reading(path_, concat("dataset '", join(group, name), "'"), [&] {
+  return reading(path_, damage_, concat("dataset '", join(group, name), "'"), [&] {
     CheckedDataset c = open_dataset(*file_, path_, group, name);
     expect_stored(c, Stored::u8);
     check_shape(c, 1, file_size_);
@@ -275,21 +301,18 @@ std::string H5Reader::read_bytes(const std::string& group, const std::string& na
 
 bool H5Reader::has_attr(const std::string& path, const std::string& key) const {
   if (!has(path)) return false;
-  bool found = false;
-  try {
+  return reading(path_, damage_, concat("attribute '", key, "' of '", normalize(path), "'"), [&] {
+    bool found = false;
     with_object(*file_, path, [&](H5::H5Object& obj) { found = obj.attrExists(key); });
-  } catch (const H5::Exception& e) {
-    throw InputError(concat("HDF5 file '", path_, "', attribute '", key, "' of '", normalize(path), "': ",
-                            detail(e)));
-  }
-  return found;
+    return found;
+  });
 }
 
 H5Attr H5Reader::read_attr(const std::string& path, const std::string& key) const {
   const std::string where = concat("HDF5 file '", path_, "', attribute '", key, "' of '", normalize(path), "'");
   TF_CHECK_INPUT(has(path), where, ": '", normalize(path), "' not found");
-  H5Attr result;
-  try {
+  return reading(path_, damage_, concat("attribute '", key, "' of '", normalize(path), "'"), [&] {
+    H5Attr result;
     with_object(*file_, path, [&](H5::H5Object& obj) {
       TF_CHECK_INPUT(obj.attrExists(key), where, ": not found");
       const H5::Attribute attr = obj.openAttribute(key);
@@ -305,7 +328,7 @@ H5Attr H5Reader::read_attr(const std::string& path, const std::string& key) cons
           uint64_t length = str_type.getSize();
           if (str_type.isVariableStr()) {
             uint32_t stored = 0;
-            if (H5Aread(attr.getId(), length_type(), &stored) < 0)
+            if (H5Aread(attr.getId(), vlen_length_type(), &stored) < 0)
               throw H5::AttributeIException("H5Aread", "reading the string's length failed");
             length = stored;
           }
@@ -345,10 +368,8 @@ H5Attr H5Reader::read_attr(const std::string& path, const std::string& key) cons
                                   describe_type(type.getId())));
       }
     });
-  } catch (const H5::Exception& e) {
-    throw InputError(concat(where, ": ", detail(e)));
-  }
-  return result;
+    return result;
+  });
 }
 
 namespace {

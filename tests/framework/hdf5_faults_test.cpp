@@ -1,8 +1,9 @@
 // HDF5 tensor I/O against untrusted files and failing disks: forged shapes, string lengths and
 // integer values are refused before anything is allocated; wrong ranks and types, and every
-// single-bit flip in a parameter's header, are InputErrors naming the file and the dataset; a
-// write that fails (file size limit, full disk, missing folder) names the file and the reason and
-// keeps the file it would have replaced. Files are crafted with the HDF5 C API.
+// single-bit flip in a parameter's header of a file without the integrity header, are InputErrors
+// naming the file and the dataset; a write that fails (file size limit, full disk, missing folder)
+// names the file and the reason and keeps the file it would have replaced. Files are crafted with
+// the HDF5 C API, which writes no integrity header (files with one: hdf5_integrity_test.cpp).
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <sys/resource.h>
@@ -183,36 +184,60 @@ TEST(Hdf5Faults, LongFixedLengthStringAttributesAreRefused) {
   EXPECT_NE(msg.find("declares a string of 100000 bytes, more than the 65536 allowed"), std::string::npos) << msg;
 }
 
-// Every single-bit flip in a parameter's object header (shape, type, data address, ...): the 1.8
-// format's header checksum refuses each one with an InputError naming the file and the dataset,
-// never a crash, another exception, or a tensor of other values read without complaint.
+// Every single-bit flip in a parameter's object header (shape, type, data address, ...) of a file
+// without the integrity header (as h5py writes, or checkpoints from before it): the 1.8 format's
+// header checksum refuses each one with an InputError naming the file and the dataset, never a
+// crash, another exception, or a tensor of other values read without complaint. (With the
+// integrity header, the file's checksum refuses every flip before HDF5 reads it.)
+// The layout H5Writer gives the HDF5 data, without its integrity header: the 1.8 format, a group
+// `model` of contiguous f32 datasets.
+void write_parameters_with_the_c_api(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& params) {
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  ASSERT_GE(file, 0);
+  const hid_t model = H5Gcreate2(file, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  for (const auto& [name, values] : params) {
+    std::vector<hsize_t> dims(values.shape().begin(), values.shape().end());
+    const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    const hid_t ds = H5Dcreate2(model, name.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.raw_data()), 0);
+    H5Dclose(ds);
+    H5Sclose(space);
+  }
+  H5Gclose(model);
+  H5Fclose(file);
+  H5Pclose(fapl);
+}
+
+// Where the object header of `name` is, from the C API: (offset, size).
+std::pair<haddr_t, hsize_t> object_header(const std::string& path, const std::string& name) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(file, 0);
+  H5O_info_t info{};
+  EXPECT_GE(H5Oget_info_by_name2(file, name.c_str(), &info, H5O_INFO_BASIC | H5O_INFO_HDR, H5P_DEFAULT), 0);
+  H5Fclose(file);
+  return {info.addr, info.hdr.space.total};
+}
+
 TEST(Hdf5Faults, EveryBitFlipInAParameterHeaderIsRefused) {
   const TempDir dir;
   const std::string path = (dir / "params.h5").string(), flipped = (dir / "flipped.h5").string();
   const std::string name = "blocks.0.attn.qkv.weight";
   const Tensor w = counting({6, 4});
-  H5Writer out(path);
-  out.write_tensor("model", name, w);
-  out.write_tensor("model", "blocks.0.attn.qkv.bias", counting({6}));
-  out.close();
+  write_parameters_with_the_c_api(path, {{name, w}, {"blocks.0.attn.qkv.bias", counting({6})}});
+  ASSERT_TRUE(same_bytes(H5Reader(path).read_tensor("model", name), w));
 
-  // Where the header is, from the C API.
-  haddr_t header = 0;
-  hsize_t header_size = 0;
-  {
-    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    ASSERT_GE(file, 0);
-    H5O_info_t info;
-    ASSERT_GE(H5Oget_info_by_name2(file, ("/model/" + name).c_str(), &info, H5O_INFO_BASIC | H5O_INFO_HDR, H5P_DEFAULT), 0);
-    header = info.addr;
-    header_size = info.hdr.space.total;
-    H5Fclose(file);
-  }
+  const auto [header, header_size] = object_header(path, "/model/" + name);
   const std::string bytes = tf::testing::read_file(path);
   ASSERT_EQ(bytes.substr(header, 4), "OHDR") << "expected a version 2 (checksummed) object header";
   ASSERT_GT(header_size, 20u);
   ASSERT_LE(header + header_size, bytes.size());
 
+  // HDF5 in this process only: the probe (hdf5_probe_test.cpp) would fork 1,600 times here, and
+  // every one of these files is known to be refused without a crash.
+  const Hdf5ProbeOptions saved = hdf5_probe_options();
+  set_hdf5_probe_options({.enabled = false});
   // Flipped in place in one copy (rewriting whole files makes the file system flush each one).
   tf::testing::write_file(flipped, bytes);
   std::fstream file(flipped, std::ios::in | std::ios::out | std::ios::binary);
@@ -240,6 +265,41 @@ TEST(Hdf5Faults, EveryBitFlipInAParameterHeaderIsRefused) {
     }
   }
   EXPECT_EQ(refused, static_cast<int>(header_size * 8));
+  set_hdf5_probe_options(saved);
+}
+
+// A flipped bit in a dataset's header: the probe meets HDF5's error first and refuses the file
+// before this process calls HDF5 on it. Without the probe (or for an error the probe did not
+// meet), after HDF5 has failed on the file once the reader reads nothing more from it, not even
+// an intact dataset (Note [no reading after an HDF5 error] in hdf5_reader.cpp); a new reader
+// starts afresh.
+TEST(Hdf5Faults, AfterAnHdf5ErrorTheReaderReadsNothingMoreFromTheFile) {
+  const TempDir dir;
+  const std::string path = (dir / "params.h5").string();
+  write_parameters_with_the_c_api(path, {{"a", counting({6})}, {"b", counting({4})}});
+  std::string bytes = tf::testing::read_file(path);
+  const auto [header, size] = object_header(path, "/model/a");
+  bytes[header + 20] = static_cast<char>(bytes[header + 20] ^ 0x08);
+  tf::testing::write_file(path, bytes);
+
+  const std::string probed = error_message<InputError>([&] { H5Reader in(path); });
+  EXPECT_EQ(probed, "HDF5 file '" + path + "', looking up '/model/a': H5Oget_info_by_name failed (incorrect metadata "
+                    "checksum after all read attempts)");
+
+  const Hdf5ProbeOptions saved = hdf5_probe_options();
+  set_hdf5_probe_options({.enabled = false});
+  {
+    const H5Reader in(path);
+    const std::string first = error_message<InputError>([&] { in.read_tensor("model", "a"); });
+    EXPECT_NE(first.find("HDF5 file '" + path + "', dataset '/model/a': "), std::string::npos) << first;
+    const std::string then = error_message<InputError>([&] { in.read_tensor("model", "b"); });
+    EXPECT_EQ(then, "HDF5 file '" + path + "', dataset '/model/b': not read, since an earlier read of the file failed (" +
+                        first.substr(first.find("dataset '/model/a'")) + ")");
+    EXPECT_NE(error_message<InputError>([&] { in.has_attr("/", "step"); }).find("not read, since an earlier read"),
+              std::string::npos);
+    EXPECT_TRUE(same_bytes(H5Reader(path).read_tensor("model", "b"), counting({4})));
+  }
+  set_hdf5_probe_options(saved);
 }
 
 // Sets a file size limit for this process, with SIGXFSZ ignored so that a write past it fails

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates the checkpoint fuzz seeds: tests/fuzz/make_checkpoint_seeds.sh [TAPEFORMER_BINARY]
 # Trains two tiny runs (a GPT with AdamW, a BERT with SGD momentum) for 2 steps on a short text, keeps
-# their last checkpoints, and derives truncated variants at fixed offsets. Bit-flipped whole files
-# (~60 KB each) come from the fuzzer itself: the findings kept in the corpus (hdf5_*.h5). The corpus
-# stays under 200 KB.
+# their last checkpoints (with the integrity header), and derives truncated variants at fixed
+# offsets. Bit-flipped whole files come from the fuzzer itself: the findings kept in the corpus
+# (hdf5_*.h5, checkpoints from before the integrity header; finding_*.h5), kept whole, so the corpus
+# is about 400 KB.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bin="${1:-$here/build/tools/tapeformer}"
