@@ -25,9 +25,19 @@ inline bool worth_threads(int64_t rows, int64_t cols) { return rows > 1 && rows 
 
 // max_j x[j]; -inf for an empty row or one masked entirely with -inf.
 inline float row_max(const float* x, int64_t n) {
+  constexpr float lowest = std::numeric_limits<float>::lowest();  // -FLT_MAX
   float m = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  // OpenMP starts each lane's copy of a max reduction at the type's "least representable value":
+  // GCC takes -inf, clang -FLT_MAX. Under clang a row masked entirely with -inf would end at
+  // -FLT_MAX, not -inf, and its callers would then divide 0 by 0 instead of taking the empty-row
+  // path. So -FLT_MAX is checked once more (fully masked rows only; real scores never reach it).
+  if (m == lowest) {
+    for (int64_t j = 0; j < n; ++j)
+      if (x[j] == lowest) return lowest;
+    return -std::numeric_limits<float>::infinity();
+  }
   return m;
 }
 
