@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test; then a second build with
 # AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on) runs the whole test suite again
-# (no test excluded; ~5 minutes of tests at -j2 after a ~25-minute build). TAPEFORMER_SKIP_SANITIZERS=1
+# (no test excluded; 5-8 minutes of tests at -j2 after a ~25-minute build). TAPEFORMER_SKIP_SANITIZERS=1
 # skips that second pass. Threads are checked separately by tests/tsan.sh (docs/fuzzing.md, "Sanitizers").
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
