@@ -45,6 +45,12 @@ Pool& pool() {
   return *p;
 }
 
+// Called with the mutex held.
+void count_acquired(Stats& s, size_t nbytes) {
+  s.live_bytes += nbytes;
+  if (s.live_bytes > s.peak_live_bytes) s.peak_live_bytes = s.live_bytes;
+}
+
 }  // namespace
 
 std::byte* acquire(size_t nbytes) {
@@ -59,6 +65,7 @@ std::byte* acquire(size_t nbytes) {
       it->second.pop_back();
       p.stats.idle_bytes -= cls;
       ++p.stats.reuses;
+      count_acquired(p.stats, nbytes);
       return block;
     }
   }
@@ -67,25 +74,25 @@ std::byte* acquire(size_t nbytes) {
   if (!block) throw std::bad_alloc();
   std::lock_guard lock(p.mutex);
   ++p.stats.system_allocations;
+  count_acquired(p.stats, nbytes);
   return block;
 }
 
 void release(std::byte* block, size_t nbytes) {
   if (!block) return;
-#ifndef TF_POOL_BYPASS
-  const size_t cls = size_class(nbytes);
   Pool& p = pool();
   {
     std::lock_guard lock(p.mutex);
+    p.stats.live_bytes -= nbytes;
+#ifndef TF_POOL_BYPASS
+    const size_t cls = size_class(nbytes);
     if (p.stats.idle_bytes + cls <= p.limit) {
       p.free_lists[cls].push_back(block);
       p.stats.idle_bytes += cls;
       return;
     }
-  }
-#else
-  (void)nbytes;
 #endif
+  }
   std::free(block);
 }
 
@@ -93,6 +100,12 @@ Stats stats() {
   Pool& p = pool();
   std::lock_guard lock(p.mutex);
   return p.stats;
+}
+
+void reset_peak() {
+  Pool& p = pool();
+  std::lock_guard lock(p.mutex);
+  p.stats.peak_live_bytes = p.stats.live_bytes;
 }
 
 void trim() {

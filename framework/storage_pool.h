@@ -22,8 +22,11 @@ struct Stats {
   uint64_t system_allocations = 0;  // blocks taken from the system (misses), ever
   uint64_t reuses = 0;              // blocks served from the free lists, ever
   size_t idle_bytes = 0;            // bytes held in the free lists now
+  size_t live_bytes = 0;            // bytes handed out and not yet released (as asked, before rounding)
+  size_t peak_live_bytes = 0;       // the most live_bytes has been since the start or reset_peak()
 };
 Stats stats();
+void reset_peak();  // peak_live_bytes = live_bytes
 
 void trim();  // returns every idle block to the system
 

@@ -138,7 +138,13 @@ void Tensor::copy_from(const Tensor& src) const {
 
 Tensor& Tensor::set_requires_grad(bool on) {
   impl().requires_grad = on;
+  if (on && !impl().grad_slot) impl().grad_slot = std::make_shared<GradSlot>();
   return *this;
+}
+
+Tensor Tensor::grad() const {
+  const TensorImpl& i = impl();
+  return i.grad_slot ? Tensor(i.grad_slot->grad) : Tensor();
 }
 
 Tensor& Tensor::set_name(std::string name) {

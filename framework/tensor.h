@@ -57,6 +57,14 @@ struct Storage {
 uint64_t storage_allocation_count();  // blocks taken from the system (pool misses) in this process
 
 class Tensor;
+struct TensorImpl;
+
+// Where a tensor's gradient lives, apart from its values: the tape's nodes hold a tensor's slot
+// (GradRef, framework/autograd/tape.h) when they need only to hand it a gradient, so the tensor's
+// storage is released as soon as no one needs its values (Note [gradient slots] in tape.h).
+struct GradSlot {
+  std::shared_ptr<TensorImpl> grad;  // same shape and dtype as the tensor; null until backward reaches it
+};
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -66,7 +74,7 @@ struct TensorImpl {
   bool requires_grad = false;
   bool is_leaf = true;               // false when an op recorded on the tape produced it
   uint64_t tape_generation = 0;      // which tape recording produced it (0: none)
-  std::shared_ptr<TensorImpl> grad;  // same shape and dtype; null until backward reaches it
+  std::shared_ptr<GradSlot> grad_slot;  // made when the tensor first requires grad; shared with GradRefs
   std::string name;                  // parameter path, e.g. "blocks.0.attn.qkv.weight"; may be empty
 };
 
@@ -113,8 +121,10 @@ class Tensor {
   // Autograd.
   bool requires_grad() const { return impl().requires_grad; }
   Tensor& set_requires_grad(bool on = true);
-  Tensor grad() const { return Tensor(impl().grad); }  // undefined until backward reaches it
-  void zero_grad() { impl().grad.reset(); }
+  Tensor grad() const;  // undefined until backward reaches it
+  void zero_grad() {
+    if (impl().grad_slot) impl().grad_slot->grad.reset();
+  }
   const std::string& name() const { return impl().name; }
   Tensor& set_name(std::string name);
 

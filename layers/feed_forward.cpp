@@ -1,6 +1,8 @@
 // Feed-forward layer.
 #include "layers/feed_forward.h"
 
+#include "framework/ops/matmul.h"
+
 namespace tf::layers {
 
 FeedForward::FeedForward(const Options& o, Init& init) : gelu(o.gelu) {
@@ -9,9 +11,11 @@ FeedForward::FeedForward(const Options& o, Init& init) : gelu(o.gelu) {
   proj = Linear({d_ff, o.d_model, o.bias, o.proj_init_std}, init);
 }
 
+// proj(gelu(fc(x))), with GELU fused into proj (ops::gelu_linear): its output, 4 C floats per
+// token, is recomputed in the backward instead of kept from the forward to the backward.
 Tensor FeedForward::forward(const Tensor& x) const {
-  const Tensor hidden = in_layer("fc", [&] { return ops::gelu(fc.forward(x), gelu); });
-  return in_layer("proj", [&] { return proj.forward(hidden); });
+  const Tensor pre_activation = in_layer("fc", [&] { return fc.forward(x); });
+  return in_layer("proj", [&] { return ops::gelu_linear(pre_activation, proj.weight, proj.bias, gelu); });
 }
 
 void FeedForward::parameters(ParamList& out, const std::string& prefix) const {

@@ -31,14 +31,49 @@ int64_t first_non_finite(const Tensor& t) {
 std::string in_layer(const std::string& path) { return path.empty() ? std::string() : concat(" in layer '", path, "'"); }
 
 // In anomaly mode, the gradient a backward function passes for `t` must be finite.
-void check_backward_gradient(const Tensor& t, const Tensor& grad) {
+void check_backward_gradient(const Shape& input_shape, const Tensor& grad) {
   if (!g_anomaly || g_backward_node == nullptr) return;
   const int64_t bad = first_non_finite(grad);
   TF_CHECK(bad < 0, "anomaly: the backward of op '", g_backward_node->op_name(), "'", in_layer(g_backward_node->layer),
            " (op ", g_backward_position, " of the forward pass) produced ", grad.at(bad), " at element ", bad,
-           " of the gradient for its input ", t.shape());
+           " of the gradient for its input ", input_shape);
+}
+
+// The gradient rule on one slot, the checks done: assign a copy on first contribution, sum afterwards.
+void add_to_slot(GradSlot& slot, const Tensor& grad) {
+  if (!slot.grad) {
+    slot.grad = grad.clone().impl_ptr();
+    return;
+  }
+  dispatch(grad.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* g = Tensor(slot.grad).data<T>();
+    const T* d = grad.data<T>();
+    for (int64_t i = 0, n = grad.numel(); i < n; ++i) g[i] += d[i];
+  });
+}
+
+// The same for a gradient nobody else holds (a backward function's freshly computed result): on
+// first contribution its storage becomes the gradient, without a copy.
+void adopt_into_slot(GradSlot& slot, Tensor&& grad) {
+  const bool sole_owner = grad.impl_ptr().use_count() == 1 && grad.impl().storage.use_count() == 1 &&
+                          grad.impl().offset == 0 && !grad.requires_grad();
+  if (slot.grad || !sole_owner) return add_to_slot(slot, grad);
+  slot.grad = grad.impl_ptr();
+}
+
+void check_gradient_for(const Shape& shape, DType dtype, const Tensor& grad) {
+  TF_CHECK(grad.defined() && grad.shape() == shape && grad.dtype() == dtype, "accumulate_grad: gradient ",
+           grad.describe(), " for a tensor of shape ", shape, " ", dtype_name(dtype));
 }
 }  // namespace
+
+GradRef::GradRef(const Tensor& t) {
+  if (!t.defined()) return;
+  shape_ = t.shape();
+  dtype_ = t.dtype();
+  if (t.requires_grad()) slot_ = t.impl().grad_slot;
+}
 
 void set_anomaly_detection(bool on) { g_anomaly = on; }
 bool anomaly_detection() { return g_anomaly; }
@@ -71,22 +106,25 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-void Tape::record(std::unique_ptr<Node> node) {
+void Tape::record(std::unique_ptr<Node> node, const std::vector<Tensor>& outputs) {
   if (g_anomaly) {
-    for (size_t o = 0; o < node->outputs.size(); ++o) {
-      const int64_t bad = first_non_finite(node->outputs[o]);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const int64_t bad = first_non_finite(outputs[o]);
       TF_CHECK(bad < 0, "anomaly: op '", node->op_name(), "'", in_layer(g_layer_path), " (op ", nodes_.size() + 1,
-               " of the forward pass) produced ", node->outputs[o].at(bad), " at element ", bad, " of its output ", o,
-               " ", node->outputs[o].shape());
+               " of the forward pass) produced ", outputs[o].at(bad), " at element ", bad, " of its output ", o, " ",
+               outputs[o].shape());
     }
     node->layer = g_layer_path;
   }
   if (profile::enabled()) profile::record_forward(node->op_name());
-  for (Tensor& out : node->outputs) {
+  node->outputs.reserve(outputs.size());
+  for (const Tensor& out : outputs) {
     TensorImpl& impl = out.impl();
     impl.requires_grad = true;
     impl.is_leaf = false;
     impl.tape_generation = generation_;
+    impl.grad_slot = std::make_shared<GradSlot>();
+    node->outputs.emplace_back(out);
   }
   nodes_.push_back(std::move(node));
 }
@@ -127,7 +165,7 @@ void Tape::run_backward() {
       g_backward_position = nodes_.size() + 1;
     }
     bool reached = false;
-    for (const Tensor& out : node->outputs) reached = reached || out.impl().grad != nullptr;
+    for (const GradRef& out : node->outputs) reached = reached || out.has_grad();
     if (reached && profile::enabled()) {
       const int64_t start = profile::now_ns();
       node->backward();
@@ -135,7 +173,7 @@ void Tape::run_backward() {
     } else if (reached) {
       node->backward();
     }
-    for (Tensor& out : node->outputs) out.impl().grad.reset();  // intermediate: no longer needed
+    for (GradRef& out : node->outputs) out.take_grad();  // intermediate: no longer needed
   }
   g_backward_node = nullptr;
 }
@@ -146,30 +184,31 @@ void Tape::clear() {
 }
 
 void accumulate_grad(const Tensor& t, Tensor&& grad) {
-  const bool sole_owner = grad.defined() && grad.impl_ptr().use_count() == 1 &&
-                          grad.impl().storage.use_count() == 1 && grad.impl().offset == 0 && !grad.requires_grad();
-  if (!sole_owner || !t.defined() || !t.requires_grad() || t.impl().grad) return accumulate_grad(t, std::as_const(grad));
-  check_backward_gradient(t, grad);
+  if (!t.defined() || !t.requires_grad()) return;
   check_same_shape("accumulate_grad", t, grad);
-  TF_CHECK(grad.dtype() == t.dtype(), "accumulate_grad: gradient ", grad.describe(), " for ", t.describe());
-  t.impl().grad = grad.impl_ptr();
+  check_backward_gradient(t.shape(), grad);
+  adopt_into_slot(*t.impl().grad_slot, std::move(grad));
 }
 
 void accumulate_grad(const Tensor& t, const Tensor& grad) {
   if (!t.defined() || !t.requires_grad()) return;
   check_same_shape("accumulate_grad", t, grad);
-  check_backward_gradient(t, grad);
-  TensorImpl& impl = t.impl();
-  if (!impl.grad) {
-    impl.grad = grad.clone().impl_ptr();
-    return;
-  }
-  dispatch(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    T* g = Tensor(impl.grad).data<T>();
-    const T* d = grad.data<T>();
-    for (int64_t i = 0, n = grad.numel(); i < n; ++i) g[i] += d[i];
-  });
+  check_backward_gradient(t.shape(), grad);
+  add_to_slot(*t.impl().grad_slot, grad);
+}
+
+void accumulate_grad(const GradRef& t, Tensor&& grad) {
+  if (!t.requires_grad()) return;
+  check_gradient_for(t.shape(), t.dtype(), grad);
+  check_backward_gradient(t.shape(), grad);
+  adopt_into_slot(*t.slot(), std::move(grad));
+}
+
+void accumulate_grad(const GradRef& t, const Tensor& grad) {
+  if (!t.requires_grad()) return;
+  check_gradient_for(t.shape(), t.dtype(), grad);
+  check_backward_gradient(t.shape(), grad);
+  add_to_slot(*t.slot(), grad);
 }
 
 }  // namespace tf

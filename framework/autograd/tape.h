@@ -5,11 +5,19 @@
 // attributes (also named members). Each op defines its node struct next to its forward function,
 // in the same file, with the same argument names (see framework/ops/).
 //
-// Who owns what: the tape owns its nodes; a node owns handles on its inputs, outputs and saved
-// tensors, which keeps their storage alive until the node has run its backward. backward() runs
-// each node once, newest first, then destroys it, releasing its saved tensors at once; when the
-// walk ends the tape is empty. Gradients of intermediate (non-leaf) tensors are released as soon
-// as the node that produced them has run.
+// Who owns what: the tape owns its nodes; a node owns handles on its saved tensors, which keeps
+// their storage alive until the node has run its backward, and gradient slots (GradRef) of its
+// outputs and of the inputs it needs no values of. backward() runs each node once, newest first,
+// then destroys it, releasing its saved tensors at once; when the walk ends the tape is empty.
+// Gradients of intermediate (non-leaf) tensors are released as soon as the node that produced
+// them has run.
+//
+// Note [gradient slots]: a tensor's gradient lives in a GradSlot that its TensorImpl shares with
+// every GradRef taken of it. A node that only hands a gradient on (the input of an add, of
+// split_heads, of a reshape; its own outputs) holds the slot, not the tensor, so an activation
+// whose values no backward needs (the fused QKV projection, the residual branches) is freed as
+// soon as the forward pass drops it, instead of living until backward. A gradient can still
+// reach it: whoever adds to the slot holds it.
 //
 // The gradient rule: backward functions call accumulate_grad(input, d_input). The first
 // contribution to a tensor's gradient is assigned, later ones are summed, so a tensor used twice
@@ -31,23 +39,48 @@
 
 namespace tf {
 
+// A tensor's gradient slot without its values (Note [gradient slots]): what a node keeps of a
+// tensor it must hand a gradient to but whose values its backward does not read: the slot and the
+// tensor's shape and dtype. Without a slot when the tensor did not require grad when the node was
+// recorded; accumulating into it then does nothing.
+class GradRef {
+ public:
+  GradRef() = default;
+  explicit GradRef(const Tensor& t);
+  bool requires_grad() const { return slot_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int64_t dim(int axis) const { return shape_[axis]; }
+  int64_t numel() const { return shape_.numel(); }
+  DType dtype() const { return dtype_; }
+  bool has_grad() const { return slot_ && slot_->grad; }
+  Tensor grad() const { return slot_ ? Tensor(slot_->grad) : Tensor(); }
+  // The gradient, taken out of the slot (see Node::take_output_grad).
+  Tensor take_grad() { return slot_ ? Tensor(std::move(slot_->grad)) : Tensor(); }
+  GradSlot* slot() const { return slot_.get(); }
+
+ private:
+  std::shared_ptr<GradSlot> slot_;
+  Shape shape_;
+  DType dtype_ = DType::f32;
+};
+
 struct Node {
   virtual ~Node() = default;
   virtual const char* op_name() const = 0;
   // Reads the gradients of `outputs` and calls accumulate_grad on each input that needs one.
   virtual void backward() = 0;
-  std::vector<Tensor> outputs;
-  std::string layer;
+  std::vector<GradRef> outputs;  // slots only: a backward that reads an output's values saves it
+  std::string layer;             // the layer path when recorded, kept only in anomaly mode (see LayerScope)
   // The gradient of outputs[i], taken from it: backward is its last reader (the tape releases an
   // intermediate gradient right after the node has run), so an input may adopt it without a copy
   // (see accumulate_grad). Call once per output, instead of outputs[i].grad().
-  Tensor take_output_grad(size_t i = 0) { return Tensor(std::move(outputs[i].impl().grad)); }  // the layer path when recorded, kept only in anomaly mode (see LayerScope)
+  Tensor take_output_grad(size_t i = 0) { return outputs[i].take_grad(); }
 };
 
 class Tape {
  public:
-  // Appends a node and marks its outputs as recorded. The op fills node->outputs first.
-  void record(std::unique_ptr<Node> node);
+  // Marks `outputs` as produced by `node` and appends the node, which keeps their gradient slots.
+  void record(std::unique_ptr<Node> node, const std::vector<Tensor>& outputs);
   void backward(const Tensor& loss);
   void backward(const Tensor& root, const Tensor& root_grad);  // for non-scalar roots
   void clear();
@@ -112,9 +145,8 @@ bool needs_grad(const Ts&... inputs) {
 
 // Records `node` producing `outputs` if grad is needed (the op computed that with needs_grad).
 template <class NodeT>
-void record(std::unique_ptr<NodeT> node, std::vector<Tensor> outputs) {
-  node->outputs = std::move(outputs);
-  tape().record(std::move(node));
+void record(std::unique_ptr<NodeT> node, const std::vector<Tensor>& outputs) {
+  tape().record(std::move(node), outputs);
 }
 
 // The gradient rule (see the top of this file): assign on first contribution, sum afterwards.
@@ -123,6 +155,9 @@ void accumulate_grad(const Tensor& t, const Tensor& grad);
 // The same for a temporary: when it is the sole owner of its whole storage (a gradient a backward
 // function has just computed), its storage becomes the gradient without a copy.
 void accumulate_grad(const Tensor& t, Tensor&& grad);
+// The same into a gradient slot.
+void accumulate_grad(const GradRef& t, const Tensor& grad);
+void accumulate_grad(const GradRef& t, Tensor&& grad);
 
 // backward on this thread's tape.
 inline void backward(const Tensor& loss) { tape().backward(loss); }

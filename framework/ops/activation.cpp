@@ -34,19 +34,11 @@ struct GeluNode : Node {
   GeluApprox approx;
   const char* op_name() const override { return bias.defined() ? "bias_gelu" : "gelu"; }
   void backward() override {
-    const Tensor dy = outputs[0].grad();                   // (R, C)
-    Tensor dpre = Tensor::empty(x.shape(), x.dtype());     // (R, C) d loss / d (x + bias)
-    const int64_t cols = bias.defined() ? bias.numel() : x.numel(), rows = cols ? x.numel() / cols : 0;
-    dispatch(x.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      if (kernels::use_fast<T>())
-        kernels::gelu_backward_fast(approx, x.data<float>(), data_or_null<float>(bias), dy.data<float>(), rows,
-                                    cols, dpre.data<float>());
-      else
-        kernels::gelu_backward_reference<T>(approx, x.data<T>(), data_or_null<T>(bias), dy.data<T>(), rows, cols,
-                                            dpre.data<T>());
-    });
-    if (bias.defined() && bias.requires_grad()) accumulate_grad(bias, bias_gradient(dpre, rows, cols));  // (C)
+    Tensor dpre = gelu_backward(x, bias, outputs[0].grad(), approx);  // (R, C) d loss / d (x + bias)
+    if (bias.defined() && bias.requires_grad()) {
+      const int64_t cols = bias.numel(), rows = cols ? dpre.numel() / cols : 0;
+      accumulate_grad(bias, bias_gradient(dpre, rows, cols));  // (C)
+    }
     accumulate_grad(x, std::move(dpre));
   }
 };
@@ -66,6 +58,21 @@ Tensor gelu_op(const Tensor& x, const Tensor& bias, GeluApprox approx) {
 
 }  // namespace
 
+Tensor gelu_backward(const Tensor& x, const Tensor& bias, const Tensor& dy, GeluApprox approx) {
+  Tensor dpre = Tensor::empty(x.shape(), x.dtype());  // (R, C)
+  const int64_t cols = bias.defined() ? bias.numel() : x.numel(), rows = cols ? x.numel() / cols : 0;
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (kernels::use_fast<T>())
+      kernels::gelu_backward_fast(approx, x.data<float>(), data_or_null<float>(bias), dy.data<float>(), rows, cols,
+                                  dpre.data<float>());
+    else
+      kernels::gelu_backward_reference<T>(approx, x.data<T>(), data_or_null<T>(bias), dy.data<T>(), rows, cols,
+                                          dpre.data<T>());
+  });
+  return dpre;
+}
+
 Tensor gelu(const Tensor& x, GeluApprox approx) {
   check_floating("gelu", x);
   return gelu_op(x, Tensor(), approx);
@@ -83,12 +90,11 @@ Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx) {
 namespace {
 
 struct ReluNode : Node {
-  // Nothing saved: y > 0 exactly where x > 0, and y is outputs[0], which the node holds anyway.
-  Tensor x;  // only so its gradient can be accumulated
+  GradRef x;  // not saved for its values: y > 0 exactly where x > 0
+  Tensor y;   // saved: the output
   const char* op_name() const override { return "relu"; }
   void backward() override {
-    const Tensor& y = outputs[0];
-    const Tensor dy = y.grad();
+    const Tensor dy = outputs[0].grad();
     Tensor dx = Tensor::empty(x.shape(), x.dtype());
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
@@ -115,7 +121,8 @@ Tensor relu(const Tensor& x) {
   });
   if (needs_grad(x)) {
     auto node = std::make_unique<ReluNode>();
-    node->x = x;
+    node->x = GradRef(x);
+    node->y = y;
     record(std::move(node), {y});
   }
   return y;

@@ -22,6 +22,11 @@ Tensor gelu(const Tensor& x, GeluApprox approx = GeluApprox::tanh);
 // (tanh), 36 vs 51 ms (erf). For scale, the float32 reference kernel's forward takes 236 ms (tanh).
 Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx = GeluApprox::tanh);
 
+// The gradient with respect to x (the pre-activation x + bias when bias is defined) of
+// gelu(x + bias), given dy, the gradient of its output. Not recorded: for backward functions that
+// recompute a GELU rather than store it (ops::gelu_linear).
+Tensor gelu_backward(const Tensor& x, const Tensor& bias, const Tensor& dy, GeluApprox approx);
+
 // max(x, 0); the gradient at exactly 0 is 0 (as PyTorch).
 Tensor relu(const Tensor& x);
 

@@ -71,14 +71,14 @@ AttentionMask make_mask(bool causal, const std::vector<uint8_t>& key_keep) {
 }
 
 struct AttentionNode : Node {
-  Tensor q, k, v;                 // saved inputs; the output (outputs[0]) is saved by the tape
+  Tensor q, k, v;                 // saved inputs
+  Tensor out;                     // saved: the output, for D = rowsum(dO * O)
   Tensor log_sum_exp;             // (B, H, T_q): P = exp(scale Q K^T - lse) is recomputed from it
   AttentionDims dims;
   bool causal = false;
   std::vector<uint8_t> key_keep;  // (B, T_k) or empty
   const char* op_name() const override { return "attention"; }
   void backward() override {
-    const Tensor& out = outputs[0];
     const Tensor dout = outputs[0].grad();
     const AttentionMask mask = make_mask(causal, key_keep);
     Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
@@ -133,6 +133,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     node->q = q;
     node->k = k;
     node->v = v;
+    node->out = out;
     node->log_sum_exp = lse;
     node->dims = d;
     node->causal = options.causal;

@@ -39,7 +39,7 @@ Tensor masked(const Tensor& in, double p, uint64_t seed) {
 }
 
 struct DropoutNode : Node {
-  Tensor x;  // only so its gradient can be accumulated; the mask is redrawn (Note [dropout mask recomputed])
+  GradRef x;  // only so its gradient can be accumulated; the mask is redrawn (Note [dropout mask recomputed])
   double p;
   uint64_t seed;
   const char* op_name() const override { return "dropout"; }
@@ -55,7 +55,7 @@ Tensor dropout(const Tensor& x, double p, uint64_t seed) {
   Tensor y = masked(x, p, seed);
   if (needs_grad(x)) {
     auto node = std::make_unique<DropoutNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->p = p;
     node->seed = seed;
     record(std::move(node), {y});

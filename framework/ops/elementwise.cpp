@@ -47,7 +47,8 @@ Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 struct BinaryNode : Node {
   BinaryOp op;
-  Tensor a, b;  // saved: mul and div need both operands
+  GradRef a, b;                // the operands' gradient slots and shapes
+  Tensor a_values, b_values;  // saved for mul and div only: each operand's gradient needs the other
   const char* op_name() const override { return binary_name(op); }
   void backward() override {
     Tensor dout = take_output_grad();
@@ -63,13 +64,13 @@ struct BinaryNode : Node {
         accumulate_grad(a, last_use(a.shape()));
         break;
       case BinaryOp::mul:
-        if (a.requires_grad()) accumulate_grad(a, sum_to_shape(mul(dout, b), a.shape()));
-        if (b.requires_grad()) accumulate_grad(b, sum_to_shape(mul(dout, a), b.shape()));
+        if (a.requires_grad()) accumulate_grad(a, sum_to_shape(mul(dout, b_values), a.shape()));
+        if (b.requires_grad()) accumulate_grad(b, sum_to_shape(mul(dout, a_values), b.shape()));
         break;
       case BinaryOp::div:  // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
-        if (a.requires_grad()) accumulate_grad(a, sum_to_shape(div(dout, b), a.shape()));
+        if (a.requires_grad()) accumulate_grad(a, sum_to_shape(div(dout, b_values), a.shape()));
         if (b.requires_grad())
-          accumulate_grad(b, sum_to_shape(neg(div(mul(dout, a), mul(b, b))), b.shape()));
+          accumulate_grad(b, sum_to_shape(neg(div(mul(dout, a_values), mul(b_values, b_values))), b.shape()));
         break;
     }
   }
@@ -80,16 +81,19 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (needs_grad(a, b)) {
     auto node = std::make_unique<BinaryNode>();
     node->op = op;
-    // add and sub need only shapes, which the output's gradient and the inputs carry anyway.
-    node->a = a;
-    node->b = b;
+    node->a = GradRef(a);
+    node->b = GradRef(b);
+    if (op == BinaryOp::mul || op == BinaryOp::div) {  // add and sub need no values: a residual branch is freed early
+      node->a_values = a;
+      node->b_values = b;
+    }
     record(std::move(node), {out});
   }
   return out;
 }
 
 struct ScaleNode : Node {
-  Tensor x;  // not saved for its values: only so its gradient can be accumulated
+  GradRef x;  // not saved for its values: only so its gradient can be accumulated
   double factor;
   const char* op_name() const override { return "scale"; }
   void backward() override { accumulate_grad(x, scale(outputs[0].grad(), factor)); }
@@ -114,7 +118,7 @@ Tensor scale(const Tensor& x, double factor) {
   });
   if (needs_grad(x)) {
     auto node = std::make_unique<ScaleNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->factor = factor;
     record(std::move(node), {out});
   }

@@ -31,7 +31,7 @@ void check_ids(const Tensor& ids, int64_t vocab) {
 }
 
 struct EmbeddingNode : Node {
-  Tensor weight;  // only so its gradient can be accumulated (the backward needs no values of it)
+  GradRef weight;  // only so its gradient can be accumulated (the backward needs no values of it)
   Tensor ids;     // saved: where each row of the output gradient goes
   const char* op_name() const override { return "embedding"; }
   void backward() override {
@@ -64,7 +64,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   });
   if (needs_grad(weight)) {
     auto node = std::make_unique<EmbeddingNode>();
-    node->weight = weight;
+    node->weight = GradRef(weight);
     node->ids = ids;
     record(std::move(node), {out});
   }

@@ -45,7 +45,7 @@ void move_heads(const HeadLayout& l, std::byte* rows, const std::vector<std::byt
 std::byte* bytes_of(const Tensor& t) { return static_cast<std::byte*>(t.raw_data()); }
 
 struct SplitHeadsNode : Node {
-  Tensor x;  // not saved for its values: only its gradient
+  GradRef x;  // not saved for its values: only its gradient
   HeadLayout layout;
   const char* op_name() const override { return "split_heads"; }
   void backward() override {
@@ -63,7 +63,7 @@ struct SplitHeadsNode : Node {
 };
 
 struct MergeHeadsNode : Node {
-  Tensor x;  // not saved for its values: only its gradient
+  GradRef x;  // not saved for its values: only its gradient
   HeadLayout layout;
   const char* op_name() const override { return "merge_heads"; }
   void backward() override {
@@ -94,7 +94,7 @@ std::vector<Tensor> split_heads(const Tensor& x, const std::vector<int64_t>& hea
   move_heads(layout, bytes_of(x), groups, true);
   if (needs_grad(x)) {
     auto node = std::make_unique<SplitHeadsNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->layout = layout;
     record(std::move(node), outs);
   }
@@ -108,7 +108,7 @@ Tensor merge_heads(const Tensor& x) {
   move_heads(layout, bytes_of(out), {bytes_of(x)}, false);
   if (needs_grad(x)) {
     auto node = std::make_unique<MergeHeadsNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->layout = layout;
     record(std::move(node), {out});
   }

@@ -28,7 +28,7 @@ Tensor fill_where(const Tensor& in, const Tensor& mask, double value) {
 }
 
 struct MaskedFillNode : Node {
-  Tensor x;     // only so its gradient can be accumulated
+  GradRef x;     // only so its gradient can be accumulated
   Tensor mask;  // saved: where the gradient is cut
   const char* op_name() const override { return "masked_fill"; }
   void backward() override { accumulate_grad(x, fill_where(outputs[0].grad(), mask, 0.0)); }
@@ -45,7 +45,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   Tensor y = fill_where(x, mask, value);
   if (needs_grad(x)) {
     auto node = std::make_unique<MaskedFillNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->mask = mask;
     record(std::move(node), {y});
   }

@@ -1,9 +1,12 @@
 // matmul and linear, forward and backward side by side, over kernels/matmul.h.
 #include "framework/ops/matmul.h"
 
+#include <optional>
+
 #include "framework/autograd/tape.h"
 #include "framework/kernels/matmul.h"
 #include "framework/kernels/mode.h"
+#include "framework/ops/activation.h"
 #include "framework/ops/reduce.h"
 
 namespace tf::ops {
@@ -107,30 +110,38 @@ namespace {
 
 struct LinearNode : Node {
   Tensor x, weight, bias;  // saved: x for dW, weight for dx
-  const char* op_name() const override { return "linear"; }
+  // gelu_linear: x is GELU's input, and the layer's input gelu(x) is recomputed from it.
+  std::optional<kernels::GeluApprox> input_gelu;
+  const char* op_name() const override { return input_gelu ? "gelu_linear" : "linear"; }
   void backward() override {
-    // y = x W^T + b over rows of x:  dx = dy W,  dW = dy^T x,  db = sum over rows of dy.
+    // y = u W^T + b over rows of u, u = x or gelu(x):  du = dy W,  dW = dy^T u,  db = sum over rows of dy.
     const Tensor dy = outputs[0].grad();
     const int64_t rows = x.shape().numel_before(-1);  // not numel / dim(-1): in_features may be 0
     const Tensor dy2 = dy.view({rows, weight.dim(0)});
-    if (x.requires_grad()) accumulate_grad(x, matmul(dy2, weight).view(x.shape()));
-    if (weight.requires_grad()) accumulate_grad(weight, matmul(dy2, x.view({rows, x.dim(-1)}), true, false));
+    if (weight.requires_grad()) {
+      const Tensor u = input_gelu ? gelu(x, *input_gelu) : x;  // freed before du is made
+      accumulate_grad(weight, matmul(dy2, u.view({rows, x.dim(-1)}), true, false));
+    }
     if (bias.defined() && bias.requires_grad()) accumulate_grad(bias, bias_gradient(dy2, rows, weight.dim(0)));
+    if (!x.requires_grad()) return;
+    Tensor du = matmul(dy2, weight).view(x.shape());
+    accumulate_grad(x, input_gelu ? gelu_backward(x, Tensor(), du, *input_gelu) : std::move(du));
   }
 };
 
-}  // namespace
-
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  TF_CHECK(weight.rank() == 2 && x.rank() >= 1 && x.dim(-1) == weight.dim(1),
-           "linear: input ", x.describe(), " does not match weight ", weight.describe(),
-           " (expected input (..., ", weight.rank() == 2 ? weight.dim(1) : -1, "))");
-  check_same_dtype("linear", x, weight);
-  check_floating("linear", x);
+// linear, or gelu_linear when input_gelu is set: x is then GELU's input.
+Tensor linear_op(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                 std::optional<kernels::GeluApprox> input_gelu) {
+  const char* op = input_gelu ? "gelu_linear" : "linear";
+  TF_CHECK(weight.rank() == 2 && x.rank() >= 1 && x.dim(-1) == weight.dim(1), op, ": input ", x.describe(),
+           " does not match weight ", weight.describe(), " (expected input (..., ", weight.rank() == 2 ? weight.dim(1) : -1,
+           "))");
+  check_same_dtype(op, x, weight);
+  check_floating(op, x);
   if (bias.defined()) {
-    TF_CHECK(bias.rank() == 1 && bias.dim(0) == weight.dim(0), "linear: bias ", bias.describe(),
+    TF_CHECK(bias.rank() == 1 && bias.dim(0) == weight.dim(0), op, ": bias ", bias.describe(),
              " does not match weight ", weight.describe());
-    check_same_dtype("linear", x, bias);
+    check_same_dtype(op, x, bias);
   }
   const int64_t rows = x.shape().numel_before(-1), out_features = weight.dim(0);
   Shape out_shape = x.shape();
@@ -141,15 +152,32 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   d.k = x.dim(-1);
   d.n = out_features;
   d.trans_b = true;
-  run_matmul(d, x, weight, out, bias);
+  if (input_gelu) {
+    const NoGradGuard unrecorded;  // a temporary: the node recomputes it
+    run_matmul(d, gelu(x, *input_gelu), weight, out, bias);
+  } else {
+    run_matmul(d, x, weight, out, bias);
+  }
   if (needs_grad(x, weight, bias)) {
     auto node = std::make_unique<LinearNode>();
     node->x = x;
     node->weight = weight;
     node->bias = bias;
+    node->input_gelu = input_gelu;
     record(std::move(node), {out});
   }
   return out;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return linear_op(x, weight, bias, std::nullopt);
+}
+
+Tensor gelu_linear(const Tensor& pre_activation, const Tensor& weight, const Tensor& bias,
+                   kernels::GeluApprox approx) {
+  return linear_op(pre_activation, weight, bias, approx);
 }
 
 }  // namespace tf::ops

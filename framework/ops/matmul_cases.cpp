@@ -1,4 +1,5 @@
-// Gradient-check cases for matmul (every transpose combination, batched, shared weight) and linear.
+// Gradient-check cases for matmul (every transpose combination, batched, shared weight), linear and
+// gelu_linear.
 #include "framework/ops/cases.h"
 #include "framework/ops/matmul.h"
 
@@ -38,6 +39,16 @@ void add_matmul_cases(std::vector<OpCase>& cases) {
                      return std::vector<Tensor>{gradcheck_input(rng, {7, 3}, "x"), gradcheck_input(rng, {1, 3}, "weight")};
                    },
                    [](const std::vector<Tensor>& in) { return linear(in[0], in[1]); }});
+  for (kernels::GeluApprox approx : {kernels::GeluApprox::tanh, kernels::GeluApprox::erf}) {
+    // std 2 for the pre-activation: both GELU tails, as in the gelu cases.
+    cases.push_back({std::string("gelu_linear ") + kernels::gelu_approx_name(approx), "(2, 3, 5) -> 4, with bias",
+                     [](Rng& rng) {
+                       return std::vector<Tensor>{gradcheck_input(rng, {2, 3, 5}, "pre_activation", 2.0),
+                                                  gradcheck_input(rng, {4, 5}, "weight"),
+                                                  gradcheck_input(rng, {4}, "bias")};
+                     },
+                     [approx](const std::vector<Tensor>& in) { return gelu_linear(in[0], in[1], in[2], approx); }});
+  }
 }
 
 }  // namespace tf::ops

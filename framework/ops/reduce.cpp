@@ -64,7 +64,7 @@ std::array<bool, Shape::kMaxRank> axes_mask(const char* op, const Shape& shape, 
 }
 
 struct ReduceNode : Node {
-  Tensor x;  // not saved for its values: only so its gradient can be accumulated
+  GradRef x;  // not saved for its values: only so its gradient can be accumulated
   const char* name;  // "sum" or "mean"
   std::vector<kernels::ReduceDims> steps;
   double scale;  // 1 for sum, 1 / count for mean
@@ -109,7 +109,7 @@ Tensor reduce(const char* op, bool is_mean, const Tensor& x, const std::array<bo
   }
   if (needs_grad(x)) {
     auto node = std::make_unique<ReduceNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->name = op;
     node->steps = plan.steps;
     node->scale = scale;

@@ -109,7 +109,7 @@ Tensor rope_apply(const Tensor& x, const RopeOptions& o, bool inverse) {
 }
 
 struct RopeNode : Node {
-  Tensor x;  // not saved for its values: only so its gradient can be accumulated
+  GradRef x;  // not saved for its values: only so its gradient can be accumulated
   RopeOptions options;
   const char* op_name() const override { return "rope"; }
   // y = R x with R orthogonal, so dx = R^T dy = R^{-1} dy: the rotation by -angle.
@@ -129,7 +129,7 @@ Tensor rope(const Tensor& x, const RopeOptions& options) {
   Tensor y = rope_apply(x, options, false);
   if (needs_grad(x)) {
     auto node = std::make_unique<RopeNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->options = options;
     record(std::move(node), {y});
   }

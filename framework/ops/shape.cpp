@@ -87,7 +87,7 @@ Shape infer_shape(const Tensor& x, const std::vector<int64_t>& dims) {
 }
 
 struct ReshapeNode : Node {
-  Tensor x;  // not saved for its values: only its shape and gradient
+  GradRef x;  // not saved for its values: only its shape and gradient
   const char* op_name() const override { return "reshape"; }
   void backward() override { accumulate_grad(x, take_output_grad().view(x.shape())); }
 };
@@ -98,7 +98,7 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& dims) {
   Tensor out = x.view(infer_shape(x, dims));
   if (needs_grad(x)) {
     auto node = std::make_unique<ReshapeNode>();
-    node->x = x;
+    node->x = GradRef(x);
     record(std::move(node), {out});
   }
   return out;
@@ -202,7 +202,7 @@ Tensor permute_forward(const Tensor& x, const std::vector<int>& order) {
 }
 
 struct PermuteNode : Node {
-  Tensor x;  // not saved for its values: only its gradient
+  GradRef x;  // not saved for its values: only its gradient
   const char* name;  // "permute" or "transpose"
   std::vector<int> order;
   const char* op_name() const override { return name; }
@@ -218,7 +218,7 @@ Tensor permute_op(const char* name, const Tensor& x, std::vector<int> order) {
   Tensor out = permute_forward(x, order);
   if (needs_grad(x)) {
     auto node = std::make_unique<PermuteNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->name = name;
     node->order = std::move(order);
     record(std::move(node), {out});
@@ -247,7 +247,7 @@ Tensor transpose(const Tensor& x, int axis0, int axis1) {
 namespace {
 
 struct ConcatNode : Node {
-  std::vector<Tensor> xs;  // not saved for their values: only their gradients
+  std::vector<GradRef> xs;  // not saved for their values: only their gradients
   int axis;
   const char* op_name() const override { return "concat"; }
   void backward() override {
@@ -255,7 +255,7 @@ struct ConcatNode : Node {
     const int64_t outer = dout.shape().numel_before(axis), inner = numel_after(dout.shape(), axis);
     const int64_t elem = dtype_size(dout.dtype()), pitch = dout.dim(axis) * inner * elem;
     int64_t offset = 0;  // bytes into each row of dout
-    for (const Tensor& x : xs) {
+    for (const GradRef& x : xs) {
       const int64_t width = x.dim(axis) * inner * elem;
       if (x.requires_grad()) {
         Tensor dx = Tensor::empty(x.shape(), x.dtype());
@@ -301,7 +301,7 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
   for (const Tensor& x : xs) any_grad = any_grad || needs_grad(x);
   if (any_grad) {
     auto node = std::make_unique<ConcatNode>();
-    node->xs = xs;
+    for (const Tensor& x : xs) node->xs.emplace_back(x);
     node->axis = a;
     record(std::move(node), {out});
   }
@@ -311,7 +311,7 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
 namespace {
 
 struct SplitNode : Node {
-  Tensor x;  // not saved for its values: only its gradient
+  GradRef x;  // not saved for its values: only its gradient
   int axis;
   const char* op_name() const override { return "split"; }
   void backward() override {
@@ -321,7 +321,7 @@ struct SplitNode : Node {
     const int64_t elem = dtype_size(x.dtype()), pitch = x.dim(axis) * inner * elem;
     auto* dst = static_cast<std::byte*>(dx.raw_data());
     int64_t offset = 0;
-    for (const Tensor& out : outputs) {
+    for (const GradRef& out : outputs) {
       const int64_t width = out.dim(axis) * inner * elem;
       const Tensor dout = out.grad();
       if (dout.defined()) {
@@ -367,7 +367,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   }
   if (needs_grad(x)) {
     auto node = std::make_unique<SplitNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->axis = a;
     record(std::move(node), outs);
   }

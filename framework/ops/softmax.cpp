@@ -26,7 +26,7 @@ Rows as_rows(const char* op, const Tensor& x) {
 }
 
 struct SoftmaxNode : Node {
-  Tensor x;      // not saved for its values: only its gradient
+  GradRef x;      // not saved for its values: only its gradient
   Tensor probs;  // saved: the output, (..., C)
   const char* op_name() const override { return "softmax"; }
   void backward() override {
@@ -45,7 +45,7 @@ struct SoftmaxNode : Node {
 };
 
 struct LogSoftmaxNode : Node {
-  Tensor x;         // not saved for its values: only its gradient
+  GradRef x;         // not saved for its values: only its gradient
   Tensor logprobs;  // saved: the output, (..., C)
   const char* op_name() const override { return "log_softmax"; }
   void backward() override {
@@ -79,7 +79,7 @@ Tensor softmax(const Tensor& x) {
   });
   if (needs_grad(x)) {
     auto node = std::make_unique<SoftmaxNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->probs = probs;
     record(std::move(node), {probs});
   }
@@ -98,7 +98,7 @@ Tensor log_softmax(const Tensor& x) {
   });
   if (needs_grad(x)) {
     auto node = std::make_unique<LogSoftmaxNode>();
-    node->x = x;
+    node->x = GradRef(x);
     node->logprobs = logprobs;
     record(std::move(node), {logprobs});
   }

@@ -2,6 +2,7 @@
 // odd shapes, the fused bias_gelu against add + gelu, NaN propagation and error messages.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "framework/kernels/mode.h"
 #include "framework/ops/activation.h"
 #include "framework/ops/elementwise.h"
+#include "framework/ops/matmul.h"
 #include "framework/random.h"
 #include "support/compare.h"
 #include "support/errors.h"
@@ -125,6 +127,29 @@ TEST(BiasGelu, EqualsAddThenGelu) {
     EXPECT_TRUE(testing::all_close(fused[0], y2, 1e-15, 1e-15));
     EXPECT_TRUE(testing::all_close(fused[1], x2.grad(), 1e-15, 1e-15));
     EXPECT_TRUE(testing::all_close(fused[2], b2.grad(), 1e-14, 1e-14));
+  }
+}
+
+// gelu_linear recomputes GELU's output in its backward instead of keeping it: the same kernels
+// in the same order, so in float32 on the fast path it must agree bit for bit with gelu then
+// linear, forward and every gradient, on odd sizes.
+TEST(GeluLinear, EqualsGeluThenLinearBitForBit) {
+  for (GeluApprox approx : {GeluApprox::tanh, GeluApprox::erf}) {
+    for (const auto& [rows, in, out] : {std::array<int64_t, 3>{1, 1, 1}, {3, 17, 5}, {17, 63, 3}, {130, 68, 17}}) {
+      Rng rng(rows + in + out);
+      const Tensor h = randn({rows, in}, rng, 2.0), w = randn({out, in}, rng, 0.3), b = randn({out}, rng);
+      const Tensor dy = randn({rows, out}, rng);
+      Tensor h1 = h.clone().set_requires_grad(), w1 = w.clone().set_requires_grad(), b1 = b.clone().set_requires_grad();
+      const Tensor fused = ops::gelu_linear(h1, w1, b1, approx);
+      tape().backward(fused, dy);
+      Tensor h2 = h.clone().set_requires_grad(), w2 = w.clone().set_requires_grad(), b2 = b.clone().set_requires_grad();
+      const Tensor plain = ops::linear(ops::gelu(h2, approx), w2, b2);
+      tape().backward(plain, dy);
+      EXPECT_EQ(fused.to_vector(), plain.to_vector()) << rows << " x " << in << " -> " << out;
+      EXPECT_EQ(h1.grad().to_vector(), h2.grad().to_vector());
+      EXPECT_EQ(w1.grad().to_vector(), w2.grad().to_vector());
+      EXPECT_EQ(b1.grad().to_vector(), b2.grad().to_vector());
+    }
   }
 }
 

@@ -8,9 +8,11 @@
 #include <string>
 
 #include "framework/autograd/tape.h"
+#include "framework/ops/activation.h"
 #include "framework/ops/elementwise.h"
 #include "framework/ops/matmul.h"
 #include "framework/ops/reduce.h"
+#include "framework/ops/shape.h"
 #include "framework/tensor.h"
 #include "support/errors.h"
 
@@ -136,6 +138,44 @@ TEST_F(TapeTest, SavedTensorsAreReleasedAfterBackward) {
   EXPECT_TRUE(hidden_storage.expired());
   // y = (w c)^2: dy/dw = 2 w c^2.
   EXPECT_EQ(values(w.grad()), (std::vector<double>{2 * 1 * 16, 2 * 2 * 25, 2 * 3 * 36}));
+}
+
+// Note [gradient slots]: a node that only hands a gradient on (add, scale, reshape) holds the
+// input's slot, not its storage, so an activation no backward reads dies with its last handle.
+TEST_F(TapeTest, ValuesNoBackwardReadsAreFreedDuringTheForwardPass) {
+  Tensor w = Tensor::from_vector({1, 2, 3}, {3}).set_requires_grad();
+  const Tensor c = Tensor::from_vector({4, 5, 6}, {3});
+  std::weak_ptr<Storage> hidden_storage, sum_storage;
+  Tensor y;
+  {
+    const Tensor hidden = ops::mul(w, c);  // mul saves w and c, not its own output
+    hidden_storage = hidden.impl().storage;
+    const Tensor sum = ops::add(ops::reshape(hidden, {3, 1}), c.view({3, 1}));
+    sum_storage = sum.impl().storage;
+    y = ops::scale(sum, 2.0);
+  }
+  EXPECT_TRUE(hidden_storage.expired());
+  EXPECT_TRUE(sum_storage.expired());
+  EXPECT_EQ(tape().size(), 4u);
+  tape().backward(y, Tensor::full({3, 1}, 1.0));
+  // y = 2 (w c + c): dy/dw = 2 c.
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{8, 10, 12}));
+}
+
+// The values a backward does read stay alive, however the caller drops its handles.
+TEST_F(TapeTest, OutputsABackwardReadsAreKeptUntilItRuns) {
+  Tensor x = Tensor::from_vector({-1, 2, -3, 4}, {4}).set_requires_grad();
+  std::weak_ptr<Storage> relu_out;
+  Tensor y;
+  {
+    const Tensor r = ops::relu(x);  // relu's backward reads its output
+    relu_out = r.impl().storage;
+    y = ops::add(r, r);
+  }
+  EXPECT_FALSE(relu_out.expired());
+  tape().backward(y, Tensor::full({4}, 1.0));
+  EXPECT_TRUE(relu_out.expired());
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{0, 2, 0, 2}));
 }
 
 TEST_F(TapeTest, IntermediateGradientsAreReleased) {
