@@ -8,6 +8,7 @@
 //   bench_train_step --arch bert --d-model 64 --layers 2 --heads 2 --seq 32 --batch 4
 //   bench_train_step --sgemm                                    # best sgemm GFLOP/s, oneDNN and OpenBLAS
 //   bench_train_step --decode [--kv-cache] --decode-tokens 256  # config B, batch 1, greedy
+//   bench_train_step --config B --profile cpu                   # and seconds per op on stderr
 //
 // Configs (the performance issue's; all vocab 256, GELU-tanh MLP 4C, pre-LN, fused QKV, learned
 // positions, tied head, AdamW, dropout 0):
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "data/batcher.h"
+#include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
 #include "framework/error.h"
 #include "framework/kernels/matmul.h"
@@ -152,6 +154,7 @@ struct TrainOptions {
   int64_t steps = 20, warmup = 3;
   bool repeat_batch = false;  // train on the first batch again and again (the loss must fall)
   uint64_t seed = 1;
+  std::string profile;        // "", "wall" or "cpu": the timed steps' per-op table on stderr
 };
 
 // Warmup steps, then `steps` timed steps of the trainer's step: forward, loss, backward, clip to
@@ -176,16 +179,30 @@ void run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
   std::vector<double> step_seconds, losses;
   Clock::time_point timed_start = Clock::now();
   for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
-    if (step == o.warmup) timed_start = Clock::now();
+    if (step == o.warmup) {
+      timed_start = Clock::now();
+      if (!o.profile.empty()) profile::enable(true, o.profile == "cpu" ? profile::Clock::cpu : profile::Clock::wall);
+    }
     const Clock::time_point start = Clock::now();
     const RandomBatches::Batch batch = o.repeat_batch || step == 0 ? first : batches.next();
     optimizer.zero_grad();
+    profile::mark();
     const Tensor loss = model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
     losses.push_back(loss.item());
     backward(loss);
-    optim::clip_grad_norm(optimizer.params(), 1.0);
-    optimizer.step();
+    {
+      const profile::Scope scope("clip_grad_norm");
+      optim::clip_grad_norm(optimizer.params(), 1.0);
+    }
+    {
+      const profile::Scope scope("adamw");
+      optimizer.step();
+    }
     if (step >= o.warmup) step_seconds.push_back(seconds_since(start));
+  }
+  if (profile::enabled()) {
+    std::fprintf(stderr, "%s", profile::report().c_str());
+    profile::enable(false);
   }
   const double elapsed = seconds_since(timed_start);
   const double tokens_per_s = o.steps > 0 ? static_cast<double>(o.steps * b.batch * b.seq) / elapsed : 0;
@@ -294,6 +311,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", train.warmup, "untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--seed", train.seed, "initialisation and data seed")->capture_default_str();
   app.add_flag("--repeat-batch", train.repeat_batch, "train on one batch repeatedly (the loss must fall)");
+  app.add_option("--profile", train.profile, "print the timed steps' seconds per op to stderr (wall or cpu clock)")
+      ->check(CLI::IsMember({"wall", "cpu"}));
   app.add_option("--threads", threads, "OpenMP threads; 0: physical cores (OMP_NUM_THREADS wins)")->capture_default_str();
   app.add_flag("--sgemm", sgemm, "measure the best sgemm GFLOP/s (oneDNN and OpenBLAS) instead of training");
   app.add_option("--sgemm-n", sgemm_n, "sgemm size n (n x n x n)")->check(CLI::PositiveNumber)->capture_default_str();
