@@ -43,7 +43,10 @@ CausalBatch CausalBatcher::next() {
   const int64_t n = num_tokens(), T = seq_len_;
   // Sequential: as many windows as remain, up to B; each window starts T after the previous one.
   const int64_t rows = sequential_ ? std::min(batch_, (n - 1 - cursor_ + T - 1) / T) : batch_;
-  std::vector<int32_t> inputs(rows * T), targets(rows * T);  // (rows, T)
+  // Written in place: a batch is made every step, and its tensors come from the pools.
+  CausalBatch batch{Tensor::empty({rows, T}, DType::i32), Tensor::empty({rows, T}, DType::i32)};
+  int32_t* inputs = batch.inputs.data<int32_t>();    // (rows, T)
+  int32_t* targets = batch.targets.data<int32_t>();  // (rows, T)
   for (int64_t b = 0; b < rows; ++b) {
     int64_t start;
     if (sequential_) {
@@ -58,7 +61,7 @@ CausalBatch CausalBatcher::next() {
       targets[b * T + t] = i + 1 < n ? ids_[i + 1] : kIgnoreIndex;
     }
   }
-  return {Tensor::from_ids(inputs, {rows, T}), Tensor::from_ids(targets, {rows, T})};
+  return batch;
 }
 
 // ---- Masked language modelling -------------------------------------------------------------

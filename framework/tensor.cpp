@@ -1,6 +1,7 @@
 // Tensor storage, factories and copies.
 #include "framework/tensor.h"
 
+#include "framework/object_pool.h"
 #include "framework/storage_pool.h"
 
 #include <atomic>
@@ -20,8 +21,9 @@ Storage::~Storage() { storage_pool::release(data, nbytes); }
 uint64_t storage_allocation_count() { return storage_pool::stats().system_allocations; }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(shape.numel() * dtype_size(dtype));
+  // Handles and blocks from the pools: a warm step makes them without calling malloc.
+  auto impl = object_pool::make_shared<TensorImpl>();
+  impl->storage = object_pool::make_shared<Storage>(shape.numel() * dtype_size(dtype));
   impl->shape = shape;
   impl->dtype = dtype;
   return Tensor(std::move(impl));
@@ -93,7 +95,7 @@ std::vector<double> Tensor::to_vector() const {
 
 Tensor Tensor::view(const Shape& shape) const& {
   TF_CHECK(shape.numel() == numel(), "view: cannot view ", describe(), " as ", shape);
-  auto v = std::make_shared<TensorImpl>();
+  auto v = object_pool::make_shared<TensorImpl>();
   v->storage = impl().storage;
   v->offset = impl().offset;
   v->shape = shape;
@@ -138,7 +140,7 @@ void Tensor::copy_from(const Tensor& src) const {
 
 Tensor& Tensor::set_requires_grad(bool on) {
   impl().requires_grad = on;
-  if (on && !impl().grad_slot) impl().grad_slot = std::make_shared<GradSlot>();
+  if (on && !impl().grad_slot) impl().grad_slot = object_pool::make_shared<GradSlot>();
   return *this;
 }
 

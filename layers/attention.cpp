@@ -20,7 +20,7 @@ MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o
 MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int64_t position_offset) const {
   const int64_t H = options.n_heads, G = kv_heads(), D = head_dim();
   // (B, T, (H + 2G) D) -> (B, H, T, D), (B, G, T, D), (B, G, T, D)
-  const std::vector<Tensor> parts = ops::split_heads(in_layer("qkv", [&] { return qkv.forward(x); }), {H, G, G}, D);
+  const auto parts = ops::split_heads(in_layer("qkv", [&] { return qkv.forward(x); }), {H, G, G}, D);
   Heads out{parts[0], parts[1], parts[2]};
   if (options.rope) {
     ops::RopeOptions rope = options.rope_options;

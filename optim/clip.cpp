@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory_resource>
+#include <vector>
+
+#include "framework/object_pool.h"
 
 namespace tf::optim {
 
@@ -15,7 +19,7 @@ constexpr int64_t kBlock = 1 << 14;
 template <class T>
 double sum_of_squares(const T* x, int64_t n) {
   const int64_t blocks = (n + kBlock - 1) / kBlock;
-  std::vector<double> partial(blocks);  // (blocks,)
+  std::pmr::vector<double> partial(blocks, object_pool::allocator<double>());  // (blocks,); pooled: once per parameter per step
 #pragma omp parallel for schedule(static) if (blocks > 1)
   for (int64_t b = 0; b < blocks; ++b) {
     double s = 0;

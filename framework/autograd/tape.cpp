@@ -106,7 +106,16 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-void Tape::record(std::unique_ptr<Node> node, const std::vector<Tensor>& outputs) {
+void* Node::operator new(size_t bytes) { return object_pool::resource()->allocate(bytes); }
+void* Node::operator new(size_t bytes, std::align_val_t alignment) {
+  return object_pool::resource()->allocate(bytes, static_cast<size_t>(alignment));
+}
+void Node::operator delete(void* p, size_t bytes) { object_pool::resource()->deallocate(p, bytes); }
+void Node::operator delete(void* p, size_t bytes, std::align_val_t alignment) {
+  object_pool::resource()->deallocate(p, bytes, static_cast<size_t>(alignment));
+}
+
+void Tape::record(std::unique_ptr<Node> node, std::span<const Tensor> outputs) {
   if (g_anomaly) {
     for (size_t o = 0; o < outputs.size(); ++o) {
       const int64_t bad = first_non_finite(outputs[o]);
@@ -123,7 +132,7 @@ void Tape::record(std::unique_ptr<Node> node, const std::vector<Tensor>& outputs
     impl.requires_grad = true;
     impl.is_leaf = false;
     impl.tape_generation = generation_;
-    impl.grad_slot = std::make_shared<GradSlot>();
+    impl.grad_slot = object_pool::make_shared<GradSlot>();
     node->outputs.emplace_back(out);
   }
   nodes_.push_back(std::move(node));

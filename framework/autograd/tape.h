@@ -32,9 +32,13 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
+#include <new>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "framework/object_pool.h"
 #include "framework/tensor.h"
 
 namespace tf {
@@ -66,10 +70,18 @@ class GradRef {
 
 struct Node {
   virtual ~Node() = default;
+  // Nodes come from the object pool (framework/object_pool.h): an op records one per call, so a
+  // warm step would otherwise ask malloc for one per op. Sized delete: the virtual destructor
+  // passes the size of the node's own type.
+  static void* operator new(size_t bytes);
+  static void* operator new(size_t bytes, std::align_val_t alignment);
+  static void operator delete(void* p, size_t bytes);
+  static void operator delete(void* p, size_t bytes, std::align_val_t alignment);
   virtual const char* op_name() const = 0;
   // Reads the gradients of `outputs` and calls accumulate_grad on each input that needs one.
   virtual void backward() = 0;
-  std::vector<GradRef> outputs;  // slots only: a backward that reads an output's values saves it
+  // Slots only: a backward that reads an output's values saves it. Pooled, as the node is.
+  std::pmr::vector<GradRef> outputs{object_pool::allocator<GradRef>()};
   std::string layer;             // the layer path when recorded, kept only in anomaly mode (see LayerScope)
   // The gradient of outputs[i], taken from it: backward is its last reader (the tape releases an
   // intermediate gradient right after the node has run), so an input may adopt it without a copy
@@ -80,7 +92,7 @@ struct Node {
 class Tape {
  public:
   // Marks `outputs` as produced by `node` and appends the node, which keeps their gradient slots.
-  void record(std::unique_ptr<Node> node, const std::vector<Tensor>& outputs);
+  void record(std::unique_ptr<Node> node, std::span<const Tensor> outputs);
   void backward(const Tensor& loss);
   void backward(const Tensor& root, const Tensor& root_grad);  // for non-scalar roots
   void clear();
@@ -144,8 +156,13 @@ bool needs_grad(const Ts&... inputs) {
 }
 
 // Records `node` producing `outputs` if grad is needed (the op computed that with needs_grad).
+// The list form, record(std::move(node), {out}), builds no vector.
 template <class NodeT>
-void record(std::unique_ptr<NodeT> node, const std::vector<Tensor>& outputs) {
+void record(std::unique_ptr<NodeT> node, std::initializer_list<Tensor> outputs) {
+  tape().record(std::move(node), std::span<const Tensor>(outputs.begin(), outputs.size()));
+}
+template <class NodeT>
+void record(std::unique_ptr<NodeT> node, std::span<const Tensor> outputs) {
   tape().record(std::move(node), outputs);
 }
 

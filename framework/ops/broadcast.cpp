@@ -5,15 +5,15 @@ namespace tf::ops {
 
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   const int rank = std::max(a.rank(), b.rank());
-  std::vector<int64_t> dims(rank);
+  Shape out;  // built in place: every binary op calls this, and a Shape keeps its dims inline
   for (int i = 0; i < rank; ++i) {
     const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
     const int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
     TF_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b,
              " cannot be broadcast (axis ", i - rank, ": ", da, " vs ", db, ")");
-    dims[i] = da == 1 ? db : da;
+    out.push_back(da == 1 ? db : da);
   }
-  return Shape(dims);
+  return out;
 }
 
 std::array<int64_t, Shape::kMaxRank> broadcast_strides(const Shape& operand, const Shape& out) {

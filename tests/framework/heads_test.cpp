@@ -42,7 +42,7 @@ void check_split_heads(const HeadsCase& c, const std::vector<bool>& use) {
   Tensor x = randn({c.batch, c.seq, total * c.head_dim}, rng).set_requires_grad();
   std::vector<Tensor> weights;
   for (int64_t h : c.heads) weights.push_back(randn({c.batch, h, c.seq, c.head_dim}, rng));
-  auto loss_and_grad = [&](const std::vector<Tensor>& outs) {
+  auto loss_and_grad = [&](std::span<const Tensor> outs) {
     Tensor loss = Tensor::full({}, 0.0);
     for (size_t g = 0; g < outs.size(); ++g)
       if (use[g]) loss = ops::add(loss, ops::sum(ops::mul(outs[g], weights[g])));
@@ -51,7 +51,7 @@ void check_split_heads(const HeadsCase& c, const std::vector<bool>& use) {
     x.zero_grad();
     return grad;
   };
-  const std::vector<Tensor> fused = ops::split_heads(x, c.heads, c.head_dim);
+  const auto fused = ops::split_heads(x, c.heads, c.head_dim);
   const std::vector<Tensor> chain = split_heads_by_shape_ops(x, c);
   ASSERT_EQ(fused.size(), chain.size());
   for (size_t g = 0; g < fused.size(); ++g) {
