@@ -8,9 +8,11 @@
 // A step reads every weight once (43 MB for config B, more than the L3), so it is bound by memory
 // bandwidth, and one core does not saturate it: two threads must stream weights at once, all the
 // time. On the op path each gemv, layer norm and GELU was a parallel region of its own, and the
-// attention of the heads ran on one thread; with OMP_WAIT_POLICY=PASSIVE (how bench/compare_torch.py
-// runs) every fork and join is a futex wake-up, and there were ~30 per block. Here one parallel
-// region runs the whole step and each thread owns fixed shares of every weight:
+// attention of the heads ran on one thread: 57 GOMP_parallel calls per token (perf probe on
+// libgomp, config B), 25 of them two-thread forks of OpenBLAS's sgemv. With
+// OMP_WAIT_POLICY=PASSIVE (how bench/compare_torch.py runs) each fork and join is a futex wake-up
+// (~7 us per barrier measured on the loaded machine). Here one parallel region runs the whole
+// step and each thread owns fixed shares of every weight:
 //  - attention: the thread's key/value groups, whole: their query, key and value rows of W_qkv,
 //    the key and value written into the cache, attention_step_fast over them. No other thread
 //    needs them: nothing to wait for;
@@ -20,10 +22,16 @@
 //    computes it whole: C values, cheaper than a barrier);
 //  - MLP: its slice of the hidden units (rows of W_fc, then GELU), then the same columns of the
 //    MLP's W_proj: a partial product again; barrier; sum into x.
-// So a block costs two barriers. The partial buffers alternate between the two barriers: a thread
-// writes attention partials only after the next barrier past every thread's last read of them.
+// So a block costs two barriers: 12 per token for config B, and one fork and join. (The one-row
+// layer norm and GELU kernels still open a nested region of one thread, which wakes nobody.)
+// The partial buffers alternate between the two barriers: a thread writes attention partials only
+// after the next barrier past every thread's last read of them.
 // Summing partials adds the output projections in another order than one gemv: float32 rounding
-// (tests/layers/kv_cache_test.cpp compares with the full forward).
+// (tests/layers/kv_cache_test.cpp compares with the op path and the full forward).
+// Measured (bench_decode, docs/performance.md): on the loaded shared machine, where DRAM gave
+// 2.6 - 4 GB/s, both paths run at the read bound at one thread; at two threads the fused step ran
+// 1.2x the op path with OMP_WAIT_POLICY=PASSIVE and 1.9x with the default (spinning) policy.
+// perf over fused decoding: the gemv loop is nearly all of a step's samples, attention ~1%.
 #include "layers/models/gpt_decode.h"
 
 #include <omp.h>

@@ -3,7 +3,7 @@
 //
 //   if (fused_decode_applies(model, cache, x)) logits = decode_step_fused(model, x, cache);  // (1, 1, V)
 //
-// The op path runs a decoding step as ~15 ops per block, each a parallel region of its own (or a
+// The op path runs a decoding step as ~10 ops per block, each a parallel region of its own (or a
 // serial loop: attention_step_fast over the heads) around gemvs that stream every weight once.
 // Here each thread owns a fixed share of every weight and the threads meet twice per block; see
 // Note [fused decoding step] in gpt_decode.cpp for the split and the figures that earned it.
