@@ -5,7 +5,14 @@
 // learned positions, tied embeddings, random init (the speed does not depend on the weights).
 // A 4-token prompt is continued by 256 tokens (greedy), so the window of Note [context window]
 // (train/sample.cpp) restarts once near the end: the cached figure includes that one prefill.
-// "step" is the cached decoder alone: logits_cached of one token at positions 4 .. 255.
+// --layers 2 shrinks the model to 14 MB, which fits in the L3: the step is then bound by compute and
+// per-op overhead rather than DRAM, which is what the fused path changes, and what DRAM traffic
+// from other tenants of a shared machine hides in the 6-layer figures.
+// "step" is the cached decoder alone: logits_cached of one token at positions 4 .. 255, on the
+// fused path (layers/models/gpt_decode.h) and on the op path (UnfusedDecodeGuard), measured in
+// alternating rounds with the read bound between them; the table gives medians over the rounds of
+// each round's rates and of its same-round ratios (a slow phase of the machine hits a round's
+// three measurements alike, so the ratios are steadier than the rates).
 //
 // Every token reads each weight once: 4 bytes x parameters (the tied embedding as the LM head; one
 // row of the position table), 43 MB here, more than the 32 MB L3 of the machine this was written
@@ -15,10 +22,11 @@
 // ratio to this figure taken next to it. Rates are wall clock; "CPU ms" is the process's CPU time
 // per token (every thread, spinning at barriers included).
 //
-//   build/bench/bench_decode [--tokens 256] [--threads 1,2] [--no-full]
+//   build/bench/bench_decode [--tokens 256] [--threads 1,2] [--rounds 5] [--layers 6] [--no-full]
 #include <omp.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +37,7 @@
 
 #include "framework/autograd/tape.h"
 #include "layers/models/gpt.h"
+#include "layers/models/gpt_decode.h"
 #include "train/sample.h"
 
 using tf::Tensor;
@@ -87,6 +96,11 @@ void steps(const layers::Gpt& model, int64_t prompt_len) {
     model.logits_cached(Tensor::from_ids({static_cast<int32_t>(i % 256)}, {1, 1}), cache, eval);
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // One read of every weight a token uses, `reps` times: a sum of each tensor split over the threads.
 void read_weights(const std::vector<Tensor>& weights, int reps) {
   volatile float sink = 0;
@@ -112,6 +126,8 @@ int main(int argc, char** argv) {
   int64_t tokens = 256;
   std::vector<int> threads = {1, 2};
   bool full = true;
+  int rounds = 5;
+  int64_t n_layers = 6;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--tokens" && i + 1 < argc) {
@@ -119,15 +135,20 @@ int main(int argc, char** argv) {
     } else if (arg == "--threads" && i + 1 < argc) {
       threads.clear();
       for (char* p = std::strtok(argv[++i], ","); p; p = std::strtok(nullptr, ",")) threads.push_back(std::atoi(p));
+    } else if (arg == "--rounds" && i + 1 < argc) {
+      rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--layers" && i + 1 < argc) {
+      n_layers = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--no-full") {
       full = false;
     } else {
-      std::fprintf(stderr, "usage: bench_decode [--tokens 256] [--threads 1,2] [--no-full]\n");
+      std::fprintf(stderr, "usage: bench_decode [--tokens 256] [--threads 1,2] [--rounds 5] [--layers 6] [--no-full]\n");
       return 2;
     }
   }
 
-  const layers::ModelConfig config = config_b();
+  layers::ModelConfig config = config_b();
+  config.n_layers = n_layers;
   layers::Init init{tf::Rng(1)};
   const layers::Gpt model(config, init);
   std::vector<Tensor> weights;  // what one token reads (of the position table only a row)
@@ -142,24 +163,40 @@ int main(int argc, char** argv) {
               (long long)config.d_model, (long long)config.n_layers, (long long)config.n_heads,
               (long long)config.vocab_size, (long long)config.max_seq_len, bytes_per_token / 1e6);
   std::printf("batch 1, a %zu-token prompt continued by %lld tokens (greedy)\n\n", prompt.size(), (long long)tokens);
-  std::printf("threads |  read: tok/s  GB/s | kv-cache: tok/s  of read  CPU ms  step tok/s | full: tok/s  CPU ms | "
-              "speedup  same ids\n");
+  std::printf("medians of %d rounds; step = logits_cached alone, fused path and op path\n", rounds);
+  std::printf("threads |  read: tok/s  GB/s | kv-cache: tok/s  of read  CPU ms | step tok/s: fused      op  fused/op | "
+              "full: tok/s | speedup  same ids\n");
   for (const int n : threads) {
     omp_set_num_threads(n);
     std::vector<int32_t> cached_ids, full_ids;
     cached_ids = generate(model, prompt, tokens, true);  // warm-up: oneDNN primitives of the prefill shapes
-    const Rate read = measure(20, [&] { read_weights(weights, 20); });
-    const Rate cached = measure(tokens, [&] { cached_ids = generate(model, prompt, tokens, true); });
-    const Rate step = measure(step_count, [&] { steps(model, static_cast<int64_t>(prompt.size())); });
-    std::printf("%7d | %12.1f %5.1f | %15.1f %7.0f%% %7.2f %11.1f |", n, read.tokens_per_s,
-                read.tokens_per_s * bytes_per_token / 1e9, cached.tokens_per_s, 100 * cached.tokens_per_s / read.tokens_per_s,
-                cached.cpu_ms, step.tokens_per_s);
+    std::vector<double> read_rates, cached_rates, cached_cpu, fused_rates, op_rates, of_read, fused_over_op;
+    for (int r = 0; r < rounds; ++r) {
+      const Rate read = measure(10, [&] { read_weights(weights, 10); });
+      const Rate cached = measure(tokens, [&] { cached_ids = generate(model, prompt, tokens, true); });
+      const Rate fused = measure(step_count, [&] { steps(model, static_cast<int64_t>(prompt.size())); });
+      const Rate op = measure(step_count, [&] {
+        const layers::UnfusedDecodeGuard op_path;
+        steps(model, static_cast<int64_t>(prompt.size()));
+      });
+      read_rates.push_back(read.tokens_per_s);
+      cached_rates.push_back(cached.tokens_per_s);
+      cached_cpu.push_back(cached.cpu_ms);
+      fused_rates.push_back(fused.tokens_per_s);
+      op_rates.push_back(op.tokens_per_s);
+      of_read.push_back(cached.tokens_per_s / read.tokens_per_s);
+      fused_over_op.push_back(fused.tokens_per_s / op.tokens_per_s);
+    }
+    const double read = median(read_rates), cached = median(cached_rates);
+    std::printf("%7d | %12.1f %5.1f | %15.1f %7.0f%% %7.2f | %16.1f %7.1f %8.2fx |", n, read, read * bytes_per_token / 1e9,
+                cached, 100 * median(of_read), median(cached_cpu), median(fused_rates), median(op_rates),
+                median(fused_over_op));
     if (full) {
       const Rate recompute = measure(tokens, [&] { full_ids = generate(model, prompt, tokens, false); });
-      std::printf(" %11.1f %7.2f | %6.1fx  %s\n", recompute.tokens_per_s, recompute.cpu_ms,
-                  cached.tokens_per_s / recompute.tokens_per_s, cached_ids == full_ids ? "yes" : "NO");
+      std::printf(" %11.1f | %6.1fx  %s\n", recompute.tokens_per_s, cached / recompute.tokens_per_s,
+                  cached_ids == full_ids ? "yes" : "NO");
     } else {
-      std::printf(" %11s %7s |\n", "-", "-");
+      std::printf(" %11s |\n", "-");
     }
     std::fflush(stdout);
   }

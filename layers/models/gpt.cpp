@@ -6,6 +6,7 @@
 #include "framework/autograd/tape.h"
 #include "framework/ops/cross_entropy.h"
 #include "framework/ops/matmul.h"
+#include "layers/models/gpt_decode.h"
 
 namespace tf::layers {
 
@@ -74,6 +75,11 @@ Tensor Gpt::logits_cached(const Tensor& new_ids, KvCache& cache, const Context& 
                  " cached positions plus ", T, " new exceed max_seq_len ", config_.max_seq_len,
                  " (clear() the cache and continue from a shorter context)");
   Tensor x = embed(new_ids, ctx, offset);  // (B, T, C)
+  if (fused_decode_applies(*this, cache, x)) {  // one token, batch 1: Note [fused decoding step]
+    Tensor logits = decode_step_fused(*this, x, cache);
+    cache.advance(T);
+    return logits;  // (1, 1, V)
+  }
   for (size_t i = 0; i < blocks.size(); ++i) x = blocks[i].forward_cached(x, cache, static_cast<int64_t>(i), ctx);
   cache.advance(T);
   return head(ln_f.forward(x));  // (B, T, V)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "framework/autograd/tape.h"
+#include "framework/kernels/cpu/gemv.h"
 #include "framework/kernels/matmul.h"
 #include "framework/kernels/mode.h"
 #include "framework/ops/matmul.h"
@@ -137,6 +138,57 @@ std::string case_name(const ::testing::TestParamInfo<KernelCase>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, FastMatmul, ::testing::ValuesIn(kernel_cases()), case_name);
+
+// gemv_fast (the decoding step's kernel) is the m = 1, trans_b case of the reference: y = x W^T +
+// bias, on odd n (rows: the 4-row blocks and the tail) and odd k (the vector body and its tail),
+// under the same error bound as the matmul kernels.
+TEST(GemvFast, MatchesReferenceOnOddSizes) {
+  Rng rng(19);
+  int shape_index = 0;
+  for (int64_t n : {1, 3, 4, 17, 63, 130}) {
+    for (int64_t k : {1, 3, 17, 63, 130, 384}) {
+      MatmulDims d;
+      d.n = n;
+      d.k = k;
+      d.trans_b = true;  // W is (n, k): a linear layer's weight
+      const bool with_bias = ++shape_index % 2 == 0;
+      check_against_reference(
+          d, with_bias,
+          [](const MatmulDims& dd, const float* x, const float* w, float* y, const float* bias) {
+            kernels::gemv_fast(dd.n, dd.k, w, dd.k, x, bias, y);
+          },
+          "gemv_fast", rng);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+// A block of columns of a wider matrix (ldw > k, starting mid-row): the decoding step's partial
+// output projections. Truth: the reference over a contiguous copy of the block, in float64.
+TEST(GemvFast, ColumnBlockOfAWiderMatrixMatchesReference) {
+  Rng rng(23);
+  for (int64_t n : {1, 3, 17, 130}) {
+    for (int64_t k : {1, 3, 17, 63}) {
+      const int64_t first = 5, ldw = k + 11;  // columns first .. first + k - 1 of an (n, ldw) matrix
+      const std::vector<float> wide = random_floats(n * ldw, rng), x = random_floats(k, rng);
+      std::vector<double> block(n * k), abs_block(n * k), abs_x(k);  // (n, k)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < k; ++i) block[j * k + i] = wide[j * ldw + first + i], abs_block[j * k + i] = std::abs(block[j * k + i]);
+      for (int64_t i = 0; i < k; ++i) abs_x[i] = std::abs(x[i]);
+      MatmulDims d;
+      d.n = n;
+      d.k = k;
+      d.trans_b = true;
+      std::vector<double> truth(n), magnitude(n);
+      kernels::matmul_reference<double>(d, convert<double>(x).data(), block.data(), truth.data());
+      kernels::matmul_reference<double>(d, abs_x.data(), abs_block.data(), magnitude.data());
+      std::vector<float> y(n);
+      kernels::gemv_fast(n, k, wide.data() + first, ldw, x.data(), nullptr, y.data());
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_LE(std::abs(y[j] - truth[j]), (k + 2) * kEpsF32 * magnitude[j]) << "n " << n << ", k " << k << ", row " << j;
+    }
+  }
+}
 
 // --- The ops' fast path against the same ops on the reference kernel -------------------------------
 

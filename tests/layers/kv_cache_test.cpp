@@ -7,11 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cmath>
 #include <vector>
 
 #include "framework/autograd/tape.h"
 #include "framework/kernels/onednn.h"
+#include "framework/storage_pool.h"
+#include "layers/models/gpt_decode.h"
 #include "model_fixtures.h"
 #include "support/compare.h"
 
@@ -127,6 +131,72 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            CacheCase{PositionEncoding::rope, 4, 1},      // multi-query
                                            CacheCase{PositionEncoding::sinusoidal, 4, 2}));
 
+// The fused decoding step (layers/models/gpt_decode.h) against the op path (UnfusedDecodeGuard)
+// step by step, on the variants the fused step handles itself: post-LN blocks, no biases, an
+// untied LM head, erf GELU, grouped-query attention, a d_ff whose thread slices are not whole
+// 16-float blocks, and 1 to 3 threads (3 > G: a thread with no key/value group, and with no
+// hidden units). Float32 rounding as in Float32LogitsMatchTheFullForwardToRounding: the fused
+// step adds each output projection as per-thread partial sums, in another order than one gemv.
+TEST(FusedDecodeStep, MatchesTheOpPathOnEveryVariant) {
+  struct Variant {
+    const char* name;
+    bool pre_norm, bias, tie;
+    ops::GeluApprox gelu;
+    int64_t heads, kv_heads, d_ff;
+  };
+  const Variant variants[] = {{"pre-LN", true, true, true, ops::GeluApprox::tanh, 2, 0, 0},
+                              {"post-LN, erf, untied", false, true, false, ops::GeluApprox::erf, 2, 0, 0},
+                              {"no bias, grouped-query", true, false, true, ops::GeluApprox::tanh, 4, 2, 0},
+                              {"d_ff 20, multi-query", true, true, true, ops::GeluApprox::tanh, 4, 1, 20}};
+  const int saved_threads = omp_get_max_threads();
+  for (const Variant& v : variants) {
+    ModelConfig c = cached_config(PositionEncoding::learned, v.heads, v.kv_heads);
+    c.pre_norm = v.pre_norm;
+    c.bias = v.bias;
+    c.tie_embeddings = v.tie;
+    c.gelu = v.gelu;
+    c.d_ff = v.d_ff;
+    Init init{Rng(5), DType::f32};
+    const Gpt model(c, init);
+    Rng rng(6);
+    for (const auto& p : model.parameters()) {
+      const Tensor noise = randn(p.tensor.shape(), rng, 0.3, DType::f32);
+      for (int64_t i = 0; i < p.tensor.numel(); ++i) p.tensor.data<float>()[i] += noise.data<float>()[i];
+    }
+    const Tensor ids = random_ids({1, 12}, 11, 7);
+    for (int threads = 1; threads <= 3; ++threads) {
+      omp_set_num_threads(threads);
+      const NoGradGuard no_grad;
+      const Context eval;
+      KvCache fused = model.make_cache(), op = model.make_cache();
+      const Tensor prompt = id_columns(ids, 0, 3);
+      ASSERT_FALSE(fused_decode_applies(model, fused, Tensor::zeros({1, 3, c.d_model})));  // a prefill is not a step
+      model.logits_cached(prompt, fused, eval);
+      {
+        const UnfusedDecodeGuard op_path;
+        model.logits_cached(prompt, op, eval);
+      }
+      for (int64_t t = 3; t < 12; ++t) {
+        const Tensor next = id_columns(ids, t, t + 1);
+        ASSERT_TRUE(fused_decode_applies(model, fused, Tensor::zeros({1, 1, c.d_model})));
+        const Tensor a = model.logits_cached(next, fused, eval);
+        Tensor b;
+        {
+          const UnfusedDecodeGuard op_path;
+          b = model.logits_cached(next, op, eval);
+        }
+        EXPECT_TRUE(all_close(a, b, 0, 2e-5)) << v.name << ", " << threads << " threads, position " << t;
+      }
+      // The keys and values it wrote into the cache are the op path's too.
+      for (int64_t l = 0; l < c.n_layers; ++l) {
+        EXPECT_TRUE(all_close(fused.keys(l), op.keys(l), 0, 2e-5)) << v.name << ", layer " << l;
+        EXPECT_TRUE(all_close(fused.values(l), op.values(l), 0, 2e-5)) << v.name << ", layer " << l;
+      }
+    }
+  }
+  omp_set_num_threads(saved_threads);
+}
+
 // The decoding-step kernel against the reference kernel run in float64 on the same (float) inputs,
 // on odd sizes: query heads per key/value head, query rows (the last T_q of T_k, causal), keys, and
 // head sizes that are not multiples of the vector width. Inputs are N(0, 1). Each output is a
@@ -179,6 +249,9 @@ TEST(KvCache, BuffersAreAllocatedOnceAndNeverMoveAndStepsMakeNoPrimitives) {
   const Gpt model(cached_config(PositionEncoding::rope, 4, 2), init);
   const NoGradGuard no_grad;
   const Context eval;
+  // Idle blocks of the same size class, left by earlier tests in this process, would otherwise
+  // serve the cache and hide its allocations from the count.
+  storage_pool::trim();
   const uint64_t before = storage_allocation_count();
   KvCache cache = model.make_cache();
   EXPECT_EQ(storage_allocation_count() - before, 2u * 2u);  // keys and values of 2 layers
