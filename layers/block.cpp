@@ -2,6 +2,7 @@
 #include "layers/block.h"
 
 #include "framework/ops/elementwise.h"
+#include "framework/ops/layer_norm.h"
 
 namespace tf::layers {
 
@@ -29,8 +30,13 @@ Tensor TransformerBlock::sublayers(const Tensor& x, const std::function<Tensor(c
   auto norm_1 = [&](const Tensor& in) { return in_layer("ln_1", [&] { return ln_1.forward(in); }); };
   auto norm_2 = [&](const Tensor& in) { return in_layer("ln_2", [&] { return ln_2.forward(in); }); };
   if (options.pre_norm) {
-    Tensor h = ops::add(x, dropout(attention(norm_1(x)), p, ctx));
-    return ops::add(h, dropout(feed_forward(norm_2(h)), p, ctx));
+    // h = x + attention branch and ln_2(h) in one op (ops::add_layer_norm).
+    const Tensor branch = dropout(attention(norm_1(x)), p, ctx);
+    ops::ResidualNorm h = [&] {
+      LayerScope scope("ln_2");
+      return ops::add_layer_norm(x, branch, ln_2.weight, ln_2.bias, ln_2.eps);
+    }();
+    return ops::add(h.sum, dropout(feed_forward(h.normed), p, ctx));
   }
   Tensor h = norm_1(ops::add(x, dropout(attention(x), p, ctx)));
   return norm_2(ops::add(h, dropout(feed_forward(h), p, ctx)));

@@ -2,6 +2,7 @@
 // The math lives in kernels/reference/attention.h; this file only wires it to the tape.
 #include "framework/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -63,6 +64,10 @@ std::vector<uint8_t> key_keep_bytes(const Tensor& key_padding, const AttentionDi
       keep[j] = m[j] == 1;
     }
   });
+  // A mask that hides nothing (a batch without padding: the MLM batcher's all-ones mask) is no mask:
+  // the kernels then skip the per-block padding scans and the per-score keep test. The result is
+  // the same; checked once per call, in one pass over B T_k bytes.
+  if (std::all_of(keep.begin(), keep.end(), [](uint8_t k) { return k == 1; })) keep.clear();
   return keep;
 }
 

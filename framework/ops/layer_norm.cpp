@@ -68,7 +68,94 @@ struct LayerNormNode : Node {
   }
 };
 
+// h = x + a, n = layer_norm(h). Its backward is LayerNormNode's with dh (h's own gradient, from the
+// residual stream) added to dx; x and a both receive that sum, so their values are not kept.
+struct AddLayerNormNode : Node {
+  GradRef x, a;                // the summands: gradient slots only
+  Tensor sum, weight;          // saved: h for xhat, weight for g = dy weight
+  GradRef bias;                // its gradient is sum_r dy: no values needed
+  Tensor mean, rstd;           // saved: (R) row statistics of h
+  const char* op_name() const override { return "add_layer_norm"; }
+  void backward() override {
+    const Tensor dsum = take_output_grad(0);    // (R, C) or undefined: h's gradient from its other uses
+    const Tensor dnormed = take_output_grad(1);  // (R, C) or undefined
+    if (!dnormed.defined()) {                    // only h was used: this is an add
+      accumulate_grad(x, dsum);
+      accumulate_grad(a, Tensor(dsum));
+      return;
+    }
+    const int64_t channels = sum.dim(-1), rows = channels ? sum.numel() / channels : 0;
+    const bool want_dh = x.requires_grad() || a.requires_grad();
+    Tensor dh = want_dh ? Tensor::empty(sum.shape(), sum.dtype()) : Tensor();                     // (R, C)
+    Tensor dweight = weight.defined() && weight.requires_grad() ? Tensor::zeros(weight.shape(), sum.dtype())
+                                                                : Tensor();                      // (C)
+    Tensor dbias = bias.requires_grad() ? Tensor::zeros(bias.shape(), sum.dtype()) : Tensor();    // (C)
+    dispatch(sum.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (kernels::use_fast<T>()) {
+        kernels::add_layer_norm_backward_fast(dnormed.data<float>(), data_or_null<float>(dsum), sum.data<float>(),
+                                              data_or_null<float>(weight), mean.data<float>(), rstd.data<float>(),
+                                              rows, channels, data_or_null<float>(dh),
+                                              data_or_null<float>(dweight), data_or_null<float>(dbias));
+        return;
+      }
+      // Reference: the layer norm backward, then the residual add, as two plain loops.
+      kernels::layer_norm_backward_reference<T>(dnormed.data<T>(), sum.data<T>(), data_or_null<T>(weight),
+                                                mean.data<T>(), rstd.data<T>(), rows, channels, data_or_null<T>(dh),
+                                                data_or_null<T>(dweight), data_or_null<T>(dbias));
+      if (dh.defined() && dsum.defined())
+        for (int64_t i = 0; i < rows * channels; ++i) dh.data<T>()[i] += dsum.data<T>()[i];
+    });
+    accumulate_grad(weight, std::move(dweight));
+    accumulate_grad(bias, std::move(dbias));
+    if (!dh.defined()) return;
+    accumulate_grad(x, dh);             // a copy (or a sum): dh goes on to a as well
+    accumulate_grad(a, std::move(dh));  // adopted
+  }
+};
+
 }  // namespace
+
+ResidualNorm add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& weight, const Tensor& bias,
+                            double eps) {
+  check_same_shape("add_layer_norm", x, a);
+  TF_CHECK(x.rank() >= 1 && x.dtype() != DType::i32,
+           "add_layer_norm: x must be a floating-point tensor of rank >= 1, got ", x.describe());
+  TF_CHECK(x.dim(-1) > 0, "add_layer_norm: the normalised (last) axis of x ", x.describe(), " is empty");
+  TF_CHECK(eps >= 0, "add_layer_norm: eps must be >= 0, got ", eps);
+  check_param("weight", weight, x);
+  check_param("bias", bias, x);
+  const int64_t channels = x.dim(-1), rows = x.numel() / channels;
+  Tensor sum = Tensor::empty(x.shape(), x.dtype());                // (..., C)
+  Tensor y = Tensor::empty(x.shape(), x.dtype());                  // (..., C)
+  Tensor mean = Tensor::empty(row_shape(x.shape()), x.dtype());    // (...)
+  Tensor rstd = Tensor::empty(row_shape(x.shape()), x.dtype());    // (...)
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (kernels::use_fast<T>()) {
+      kernels::add_layer_norm_forward_fast(x.data<float>(), a.data<float>(), data_or_null<float>(weight),
+                                           data_or_null<float>(bias), rows, channels, eps, sum.data<float>(),
+                                           y.data<float>(), mean.data<float>(), rstd.data<float>());
+      return;
+    }
+    // Reference: the add, then the reference layer norm.
+    for (int64_t i = 0; i < rows * channels; ++i) sum.data<T>()[i] = x.data<T>()[i] + a.data<T>()[i];
+    kernels::layer_norm_forward_reference<T>(sum.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias), rows,
+                                             channels, eps, y.data<T>(), mean.data<T>(), rstd.data<T>());
+  });
+  if (needs_grad(x, a, weight, bias)) {
+    auto node = std::make_unique<AddLayerNormNode>();
+    node->x = GradRef(x);
+    node->a = GradRef(a);
+    node->sum = sum;
+    node->weight = weight;
+    node->bias = GradRef(bias);
+    node->mean = mean;
+    node->rstd = rstd;
+    record(std::move(node), {sum, y});
+  }
+  return {sum, y};
+}
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   TF_CHECK(x.rank() >= 1 && x.dtype() != DType::i32,

@@ -383,6 +383,34 @@ TEST_P(AttentionBothKernels, DropoutIsSeededAndLeavesWeightsAlone) {
   EXPECT_TRUE(all_close(w1, w0, 0, 0));  // weights_out is before dropout
 }
 
+// A key padding mask of all ones hides nothing: the output and all gradients equal the unmasked
+// run's exactly (ops::attention drops such a mask before the kernels), causal or not, at a size the
+// materialised kernel takes (T = 6) and one the flash kernel takes (T = 40). A mask with a single
+// zero is not dropped: the last key then changes nothing.
+TEST_P(AttentionBothKernels, AllOnesPaddingMaskIsNoMask) {
+  const DType dt = GetParam();
+  for (int64_t t : {6, 40}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "T " << t << (causal ? " causal" : ""));
+      const Sizes s{2, 2, 2, t, t, 8};
+      const Inputs in = random_inputs(s, 17, dt);
+      Rng rng(3);
+      const Tensor dout = randn({2, 2, t, 8}, rng, 1.0, dt);
+      const Result plain = run_with_grads(in, {.causal = causal}, dout);
+      const Result ones = run_with_grads(in, {.causal = causal, .key_padding = Tensor::full({2, t}, 1.0, dt)}, dout);
+      EXPECT_TRUE(all_close(ones.out, plain.out, 0, 0));
+      EXPECT_TRUE(all_close(ones.dq, plain.dq, 0, 0));
+      EXPECT_TRUE(all_close(ones.dk, plain.dk, 0, 0));
+      EXPECT_TRUE(all_close(ones.dv, plain.dv, 0, 0));
+      if (causal) continue;  // under a causal mask the last key changes only the last query's row
+      Tensor one_zero = Tensor::full({2, t}, 1.0, dt);
+      dispatch(dt, [&](auto zero) { one_zero.data<decltype(zero)>()[t - 1] = 0; });  // batch 0, last key
+      const Result masked = run_with_grads(in, {.key_padding = one_zero}, dout);
+      EXPECT_FALSE(all_close(masked.out, plain.out, 0, 1e-6));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionBothKernels, ::testing::Values(DType::f32, DType::f64),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 

@@ -8,7 +8,9 @@
 
 #include "framework/autograd/tape.h"
 #include "framework/kernels/mode.h"
+#include "framework/ops/elementwise.h"
 #include "framework/ops/layer_norm.h"
+#include "framework/ops/shape.h"
 #include "framework/random.h"
 #include "support/compare.h"
 #include "support/errors.h"
@@ -170,6 +172,72 @@ TEST(LayerNorm, FastMatchesReferenceOnOddShapes) {
       }
     }
   }
+}
+
+// add_layer_norm against the unfused ops it replaces, ops::add then ops::layer_norm, forward and
+// backward, with a gradient reaching h directly as well (the residual stream) and one reaching n.
+// Returns {h, n, dx, da, dweight, dbias}.
+std::vector<Tensor> residual_norm_with_grads(bool fused, const Tensor& x0, const Tensor& a0, const Tensor& w0,
+                                             const Tensor& b0, const Tensor& dh, const Tensor& dn) {
+  Tensor x = x0.clone().set_requires_grad(), a = a0.clone().set_requires_grad();
+  Tensor w = w0.clone().set_requires_grad(), b = b0.clone().set_requires_grad();
+  Tensor h, n;
+  if (fused) {
+    const ops::ResidualNorm r = ops::add_layer_norm(x, a, w, b);
+    h = r.sum, n = r.normed;
+  } else {
+    h = ops::add(x, a);
+    n = ops::layer_norm(h, w, b);
+  }
+  // loss = sum(h dh) + sum(n dn): backward from a root whose gradient is (dh, dn).
+  const Tensor both = ops::concat({h, n}, 0);
+  tape().backward(both, ops::concat({dh, dn}, 0).detach());
+  return {h, n, x.grad(), a.grad(), w.grad(), b.grad()};
+}
+
+// Both run the same float32 kernels' arithmetic up to where the add happens: the fused forward
+// adds x + a exactly as ops::add does (one rounding) and then normalises the same row with the
+// same code, so h, n, dweight and dbias must agree bit for bit; dx = da differs only in that the
+// fused kernel adds dh into the norm's dx in the kernel while the tape adds the two
+// contributions in the other order, which rounds identically (float addition commutes). Checked
+// on odd shapes, fast float32 and reference kernels, and in float64.
+TEST(LayerNorm, AddLayerNormMatchesAddThenLayerNorm) {
+  Rng rng(6);
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (bool reference : {false, true}) {
+      std::optional<kernels::ReferenceKernelsGuard> guard;
+      if (reference) guard.emplace();
+      for (int64_t rows : {1, 3, 17, 130}) {
+        for (int64_t c : {1, 3, 17, 63, 130}) {
+          SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << (reference ? " reference" : " fast") << " ("
+                                            << rows << ", " << c << ")");
+          const Tensor x = uneven_rows(rows, c, rng, dtype), a = randn({rows, c}, rng, 1.0, dtype);
+          const Tensor w = randn({c}, rng, 1.0, dtype), b = randn({c}, rng, 1.0, dtype);
+          const Tensor dh = randn({rows, c}, rng, 1.0, dtype), dn = randn({rows, c}, rng, 1.0, dtype);
+          const auto fused = residual_norm_with_grads(true, x, a, w, b, dh, dn);
+          const auto unfused = residual_norm_with_grads(false, x, a, w, b, dh, dn);
+          const char* names[] = {"h", "n", "dx", "da", "dweight", "dbias"};
+          for (int i = 0; i < 6; ++i)
+            EXPECT_TRUE(testing::all_close(fused[i], unfused[i], 0, 0)) << names[i];
+        }
+      }
+    }
+  }
+}
+
+// The gradient of a tensor used as both summands is twice dh (the copy for x and the adopted
+// tensor for a must not alias), checked against the unfused ops.
+TEST(LayerNorm, AddLayerNormOfATensorWithItself) {
+  Rng rng(7);
+  Tensor x = randn({5, 9}, rng).set_requires_grad();
+  const Tensor w = randn({9}, rng), b = randn({9}, rng), dn = randn({5, 9}, rng);
+  const ops::ResidualNorm r = ops::add_layer_norm(x, x, w, b);
+  tape().backward(ops::concat({r.sum, r.normed}, 0), ops::concat({dn, dn}, 0).detach());
+  const Tensor fused = x.grad().clone();
+  x.zero_grad();
+  const Tensor h = ops::add(x, x);
+  tape().backward(ops::concat({h, ops::layer_norm(h, w, b)}, 0), ops::concat({dn, dn}, 0).detach());
+  EXPECT_TRUE(testing::all_close(fused, x.grad(), 0, 1e-6));
 }
 
 // Rows around 1e4 with unit spread: a one-pass variance, E[x^2] - mean^2 ~ 1e8 - 1e8 in float

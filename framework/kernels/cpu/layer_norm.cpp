@@ -26,13 +26,20 @@ void normalize_row(const float* x, const float* weight, const float* bias, int64
   }
 }
 
-}  // namespace
-
-void layer_norm_forward_fast(const float* x, const float* weight, const float* bias, int64_t rows,
-                             int64_t channels, double eps, float* y, float* mean, float* rstd) {
+// Layer norm of x, or of h = x + residual when residual is given (h then written to sum): the
+// residual add is done row by row, so the row is in L1 when the statistics read it.
+void forward_rows(const float* x, const float* residual, const float* weight, const float* bias, int64_t rows,
+                  int64_t channels, double eps, float* sum, float* y, float* mean, float* rstd) {
 #pragma omp parallel for schedule(static) if (rows * channels >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * channels;  // (C)
+    if (residual) {
+      const float* ar = residual + r * channels;  // (C)
+      float* hr = sum + r * channels;             // (C)
+#pragma omp simd
+      for (int64_t c = 0; c < channels; ++c) hr[c] = xr[c] + ar[c];
+      xr = hr;
+    }
     // Row sums accumulate in double, so the statistics do not depend on how the compiler splits
     // the reduction (a sequential float sum of C values has error ~C ulp; seen under ASan builds).
     double sum = 0;
@@ -57,9 +64,10 @@ void layer_norm_forward_fast(const float* x, const float* weight, const float* b
   }
 }
 
-void layer_norm_backward_fast(const float* dy, const float* x, const float* weight, const float* mean,
-                              const float* rstd, int64_t rows, int64_t channels, float* dx, float* dweight,
-                              float* dbias) {
+// The layer norm backward, plus dsum (the gradient reaching h = x + residual directly) into dx when
+// given: dx = dh = dsum + (the norm's share).
+void backward_rows(const float* dy, const float* dsum, const float* x, const float* weight, const float* mean,
+                   const float* rstd, int64_t rows, int64_t channels, float* dx, float* dweight, float* dbias) {
   const bool params = dweight || dbias;
   const bool parallel = rows * channels >= kParallelMin;
   const int max_threads = parallel ? omp_get_max_threads() : 1;
@@ -94,6 +102,11 @@ void layer_norm_backward_fast(const float* dy, const float* x, const float* weig
           const float g = weight ? dyr[c] * weight[c] : dyr[c];
           dxr[c] = s * (g - mean_g - ((xr[c] - m) * s) * mean_gxhat);
         }
+        if (dsum) {
+          const float* dsr = dsum + r * channels;  // (C)
+#pragma omp simd
+          for (int64_t c = 0; c < channels; ++c) dxr[c] += dsr[c];
+        }
       }
       if (params) {
 #pragma omp simd
@@ -113,6 +126,31 @@ void layer_norm_backward_fast(const float* dy, const float* x, const float* weig
       if (dbias) dbias[c] += pdb[c];
     }
   }
+}
+
+}  // namespace
+
+void layer_norm_forward_fast(const float* x, const float* weight, const float* bias, int64_t rows,
+                             int64_t channels, double eps, float* y, float* mean, float* rstd) {
+  forward_rows(x, nullptr, weight, bias, rows, channels, eps, nullptr, y, mean, rstd);
+}
+
+void layer_norm_backward_fast(const float* dy, const float* x, const float* weight, const float* mean,
+                              const float* rstd, int64_t rows, int64_t channels, float* dx, float* dweight,
+                              float* dbias) {
+  backward_rows(dy, nullptr, x, weight, mean, rstd, rows, channels, dx, dweight, dbias);
+}
+
+void add_layer_norm_forward_fast(const float* x, const float* residual, const float* weight, const float* bias,
+                                 int64_t rows, int64_t channels, double eps, float* sum, float* y, float* mean,
+                                 float* rstd) {
+  forward_rows(x, residual, weight, bias, rows, channels, eps, sum, y, mean, rstd);
+}
+
+void add_layer_norm_backward_fast(const float* dy, const float* dsum, const float* sum, const float* weight,
+                                  const float* mean, const float* rstd, int64_t rows, int64_t channels, float* dx,
+                                  float* dweight, float* dbias) {
+  backward_rows(dy, dsum, sum, weight, mean, rstd, rows, channels, dx, dweight, dbias);
 }
 
 }  // namespace tf::kernels

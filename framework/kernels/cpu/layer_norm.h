@@ -19,4 +19,16 @@ void layer_norm_backward_fast(const float* dy, const float* x, const float* weig
                               const float* rstd, int64_t rows, int64_t channels, float* dx, float* dweight,
                               float* dbias);
 
+// The pre-LN block's residual add fused with the next norm (ops::add_layer_norm): sum = x + residual,
+// then layer_norm_forward_fast of sum, row by row, so sum is not read back from memory.
+// x, residual, sum, y: (R, C).
+void add_layer_norm_forward_fast(const float* x, const float* residual, const float* weight, const float* bias,
+                                 int64_t rows, int64_t channels, double eps, float* sum, float* y, float* mean,
+                                 float* rstd);
+// dx = dsum + layer_norm_backward_fast's dx for input `sum`: the gradient of both summands. dsum (R, C)
+// is the gradient reaching sum directly (the residual stream), or null.
+void add_layer_norm_backward_fast(const float* dy, const float* dsum, const float* sum, const float* weight,
+                                  const float* mean, const float* rstd, int64_t rows, int64_t channels, float* dx,
+                                  float* dweight, float* dbias);
+
 }  // namespace tf::kernels
