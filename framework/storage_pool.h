@@ -10,8 +10,10 @@
 // blocks): past that, released blocks go back to the system.
 // Under AddressSanitizer the pool is bypassed: reuse would hide use-after-free from it.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace tf::storage_pool {
 
@@ -29,5 +31,33 @@ Stats stats();
 void reset_peak();  // peak_live_bytes = live_bytes
 
 void trim();  // returns every idle block to the system
+
+// A pool block for the length of a scope: a kernel's scratch buffer, which a warm step then takes
+// from the free lists instead of asking malloc. T is trivially copyable; the contents start
+// uninitialised unless a fill value is given.
+//
+//   storage_pool::Scratch<float> delta(rows);  // (rows)
+template <class T>
+class Scratch {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  explicit Scratch(size_t count)
+      : count_(count), data_(count ? reinterpret_cast<T*>(acquire(count * sizeof(T))) : nullptr) {}
+  Scratch(size_t count, T fill) : Scratch(count) { std::fill_n(data_, count_, fill); }
+  ~Scratch() {
+    if (data_) release(reinterpret_cast<std::byte*>(data_), count_ * sizeof(T));
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+
+  T* data() const { return data_; }
+  T& operator[](size_t i) const { return data_[i]; }
+  size_t size() const { return count_; }
+
+ private:
+  size_t count_;
+  T* data_;
+};
 
 }  // namespace tf::storage_pool

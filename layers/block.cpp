@@ -13,17 +13,8 @@ TransformerBlock::TransformerBlock(const Options& o, Init& init)
       attn(o.attn, init),
       mlp(o.mlp, init) {}
 
-Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
-                                 int64_t position_offset) const {
-  return sublayers(x, [&](const Tensor& h) { return attn.forward(h, key_padding, ctx, position_offset); }, ctx);
-}
-
-Tensor TransformerBlock::forward_cached(const Tensor& x, KvCache& cache, int64_t layer, const Context& ctx) const {
-  return sublayers(x, [&](const Tensor& h) { return attn.forward_cached(h, cache, layer, ctx); }, ctx);
-}
-
-Tensor TransformerBlock::sublayers(const Tensor& x, const std::function<Tensor(const Tensor&)>& attend,
-                                   const Context& ctx) const {
+template <class Attend>
+Tensor TransformerBlock::sublayers(const Tensor& x, const Attend& attend, const Context& ctx) const {
   const double p = options.dropout;
   auto attention = [&](const Tensor& in) { return in_layer("attn", [&] { return attend(in); }); };
   auto feed_forward = [&](const Tensor& in) { return in_layer("mlp", [&] { return mlp.forward(in); }); };
@@ -40,6 +31,15 @@ Tensor TransformerBlock::sublayers(const Tensor& x, const std::function<Tensor(c
   }
   Tensor h = norm_1(ops::add(x, dropout(attention(x), p, ctx)));
   return norm_2(ops::add(h, dropout(feed_forward(h), p, ctx)));
+}
+
+Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
+                                 int64_t position_offset) const {
+  return sublayers(x, [&](const Tensor& h) { return attn.forward(h, key_padding, ctx, position_offset); }, ctx);
+}
+
+Tensor TransformerBlock::forward_cached(const Tensor& x, KvCache& cache, int64_t layer, const Context& ctx) const {
+  return sublayers(x, [&](const Tensor& h) { return attn.forward_cached(h, cache, layer, ctx); }, ctx);
 }
 
 void TransformerBlock::parameters(ParamList& out, const std::string& prefix) const {

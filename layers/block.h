@@ -5,7 +5,6 @@
 //   pre-LN:  x = x + dropout(attn(ln_1(x)));   x = x + dropout(mlp(ln_2(x)))
 //   post-LN: x = ln_1(x + dropout(attn(x)));   x = ln_2(x + dropout(mlp(x)))
 #pragma once
-#include <functional>
 
 #include "layers/attention.h"
 #include "layers/feed_forward.h"
@@ -36,8 +35,10 @@ struct TransformerBlock {
   void parameters(ParamList& out, const std::string& prefix) const;
 
   // The residual wiring above around an attention sublayer `attend` (B, T, C) -> (B, T, C), shared
-  // by forward and forward_cached.
-  Tensor sublayers(const Tensor& x, const std::function<Tensor(const Tensor&)>& attend, const Context& ctx) const;
+  // by forward and forward_cached. A template, not a std::function: the lambdas capture more than
+  // std::function holds without a heap allocation, and a warm step should make none.
+  template <class Attend>
+  Tensor sublayers(const Tensor& x, const Attend& attend, const Context& ctx) const;
 };
 
 }  // namespace tf::layers

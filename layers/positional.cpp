@@ -44,9 +44,9 @@ Tensor AbsolutePosition::add_to(const Tensor& x, int64_t offset) const {
                  " positions is longer than max_seq_len ", options.max_seq_len);
   Tensor rows;  // (T, dim)
   if (options.kind == PositionEncoding::learned) {
-    std::vector<int32_t> positions(t);
-    for (int64_t i = 0; i < t; ++i) positions[i] = static_cast<int32_t>(offset + i);
-    rows = learned.forward(Tensor::from_ids(positions, {t}));
+    const Tensor positions = Tensor::empty({t}, DType::i32);  // (T) written in place: no vector to copy from
+    for (int64_t i = 0; i < t; ++i) positions.data<int32_t>()[i] = static_cast<int32_t>(offset + i);
+    rows = learned.forward(positions);
   } else {
     // A (T, dim) window of the fixed table, starting at `offset`.
     Tensor window = Tensor::empty({t, options.dim}, x.dtype());

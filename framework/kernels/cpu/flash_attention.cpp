@@ -15,6 +15,7 @@
 #include "framework/error.h"
 #include "framework/kernels/cpu/exp.h"
 #include "framework/kernels/cpu/softmax.h"
+#include "framework/storage_pool.h"
 
 namespace tf::kernels {
 
@@ -328,7 +329,7 @@ struct BackwardScratch {
 struct BackwardArgs {
   const float *q, *k, *v, *dout, *lse, *delta;
   float *dk, *dv;
-  const std::vector<Run>* query_runs;  // (n_q) visible run of each query block
+  const Run* query_runs;  // (n_q) visible run of each query block
 };
 
 // dK, dV of key block [j0, j0 + nc) of kv head kvh of batch entry b, and its share of dQ, added
@@ -349,7 +350,7 @@ void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const
     const float scale = static_cast<float>(d.scale);
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
       for (int64_t i0 = 0, qb = 0; i0 < d.q_len; i0 += kBlockQ, ++qb) {
-        if (!(*a.query_runs)[qb].meets(j0, j0 + nc)) continue;
+        if (!a.query_runs[qb].meets(j0, j0 + nc)) continue;
         const int64_t nr = std::min(kBlockQ, d.q_len - i0), row0 = (b * d.heads + h) * d.q_len + i0;
         const float* q_rows = a.q + row0 * d.head_dim;      // (nr, D)
         const float* dout_rows = a.dout + row0 * d.value_dim;  // (nr, D_v)
@@ -428,7 +429,7 @@ void flash_attention_backward(const AttentionDims& d, const AttentionMask& mask,
   const bool parallel = parallel_worth_it(d);
   // (B, H, T_q) delta = rowsum(dO * O): Algorithm 4 forms it per block inside its loops; like
   // FlashAttention-2 (Dao 2023) we form it once.
-  std::vector<float> delta(rows);
+  storage_pool::Scratch<float> delta(rows);  // pooled: a warm step makes no heap allocation
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t r = 0; r < rows; ++r) {
     const float* o = out + r * d.value_dim;   // (D_v)
@@ -438,15 +439,15 @@ void flash_attention_backward(const AttentionDims& d, const AttentionMask& mask,
     for (int64_t c = 0; c < d.value_dim; ++c) sum += g[c] * o[c];
     delta[r] = sum;
   }
-  std::vector<Run> query_runs;  // (n_q)
+  storage_pool::Scratch<Run> query_runs(blocks_of(d.q_len, kBlockQ));  // (n_q)
   for (int64_t i0 = 0; i0 < d.q_len; i0 += kBlockQ)
-    query_runs.push_back(visible_run(d, mask, i0, std::min(i0 + kBlockQ, d.q_len)));
+    query_runs[i0 / kBlockQ] = visible_run(d, mask, i0, std::min(i0 + kBlockQ, d.q_len));
 
   // Note [flash determinism]: chunk 0 adds into dq, chunk c > 0 into dq_parts[c - 1].
   const int64_t chunks = dq_chunks(d), n_k = blocks_of(d.kv_len, kBlockK);
-  std::vector<float> dq_parts((chunks - 1) * q_size, 0.0f);  // (chunks - 1, B, H, T_q, D)
+  storage_pool::Scratch<float> dq_parts((chunks - 1) * q_size, 0.0f);  // (chunks - 1, B, H, T_q, D)
   std::fill(dq, dq + q_size, 0.0f);
-  const BackwardArgs args{q, k, v, dout, lse, delta.data(), dk, dv, &query_runs};
+  const BackwardArgs args{q, k, v, dout, lse, delta.data(), dk, dv, query_runs.data()};
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
   for (int64_t t = 0; t < d.batch * d.kv_heads * chunks; ++t) {
     const int64_t chunk = t % chunks, pair = t / chunks;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "framework/storage_pool.h"
+
 namespace tf::kernels {
 
 namespace {
@@ -72,7 +74,7 @@ void backward_rows(const float* dy, const float* dsum, const float* x, const flo
   const bool parallel = rows * channels >= kParallelMin;
   const int max_threads = parallel ? omp_get_max_threads() : 1;
   // (threads, 2, C): each thread's sums of dy * xhat and of dy over its rows.
-  std::vector<float> partial(params ? static_cast<size_t>(max_threads) * 2 * channels : 0, 0.0f);
+  storage_pool::Scratch<float> partial(params ? static_cast<size_t>(max_threads) * 2 * channels : 0, 0.0f);
   int used_threads = 1;
 #pragma omp parallel if (parallel)
   {
