@@ -3,13 +3,7 @@
 
 #include <mutex>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TF_POOL_BYPASS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TF_POOL_BYPASS 1
-#endif
-#endif
+#include "framework/pool_bypass.h"
 
 namespace tf::object_pool {
 

@@ -7,13 +7,7 @@
 #include <new>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TF_POOL_BYPASS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TF_POOL_BYPASS 1
-#endif
-#endif
+#include "framework/pool_bypass.h"
 
 namespace tf::storage_pool {
 

@@ -24,11 +24,21 @@ T* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
-void check_param(const char* role, const Tensor& p, const Tensor& x) {
+void check_param(const char* op, const char* role, const Tensor& p, const Tensor& x) {
   if (!p.defined()) return;
-  TF_CHECK(p.rank() == 1 && p.dim(0) == x.dim(-1), "layer_norm: ", role, " ", p.describe(),
+  TF_CHECK(p.rank() == 1 && p.dim(0) == x.dim(-1), op, ": ", role, " ", p.describe(),
            " does not match the last axis of x ", x.describe(), " (expected (", x.dim(-1), ",))");
-  check_same_dtype("layer_norm", x, p);
+  check_same_dtype(op, x, p);
+}
+
+// The checks layer_norm and add_layer_norm share, named after the op.
+void check_layer_norm_args(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  TF_CHECK(x.rank() >= 1 && x.dtype() != DType::i32, op, ": x must be a floating-point tensor of rank >= 1, got ",
+           x.describe());
+  TF_CHECK(x.dim(-1) > 0, op, ": the normalised (last) axis of x ", x.describe(), " is empty");
+  TF_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
+  check_param(op, "weight", weight, x);
+  check_param(op, "bias", bias, x);
 }
 
 Shape row_shape(const Shape& x) {  // x without its last axis: (...)
@@ -119,12 +129,7 @@ struct AddLayerNormNode : Node {
 ResidualNorm add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& weight, const Tensor& bias,
                             double eps) {
   check_same_shape("add_layer_norm", x, a);
-  TF_CHECK(x.rank() >= 1 && x.dtype() != DType::i32,
-           "add_layer_norm: x must be a floating-point tensor of rank >= 1, got ", x.describe());
-  TF_CHECK(x.dim(-1) > 0, "add_layer_norm: the normalised (last) axis of x ", x.describe(), " is empty");
-  TF_CHECK(eps >= 0, "add_layer_norm: eps must be >= 0, got ", eps);
-  check_param("weight", weight, x);
-  check_param("bias", bias, x);
+  check_layer_norm_args("add_layer_norm", x, weight, bias, eps);
   const int64_t channels = x.dim(-1), rows = x.numel() / channels;
   Tensor sum = Tensor::empty(x.shape(), x.dtype());                // (..., C)
   Tensor y = Tensor::empty(x.shape(), x.dtype());                  // (..., C)
@@ -158,12 +163,7 @@ ResidualNorm add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& weig
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
-  TF_CHECK(x.rank() >= 1 && x.dtype() != DType::i32,
-           "layer_norm: x must be a floating-point tensor of rank >= 1, got ", x.describe());
-  TF_CHECK(x.dim(-1) > 0, "layer_norm: the normalised (last) axis of x ", x.describe(), " is empty");
-  TF_CHECK(eps >= 0, "layer_norm: eps must be >= 0, got ", eps);
-  check_param("weight", weight, x);
-  check_param("bias", bias, x);
+  check_layer_norm_args("layer_norm", x, weight, bias, eps);
   const int64_t channels = x.dim(-1), rows = x.numel() / channels;
   Tensor y = Tensor::empty(x.shape(), x.dtype());                // (..., C)
   Tensor mean = Tensor::empty(row_shape(x.shape()), x.dtype());  // (...)

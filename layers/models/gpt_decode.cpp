@@ -38,13 +38,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/activation.h"
 #include "framework/kernels/cpu/gemv.h"
 #include "framework/kernels/cpu/layer_norm.h"
 #include "framework/kernels/mode.h"
+#include "framework/storage_pool.h"
 
 namespace tf::layers {
 
@@ -126,9 +126,10 @@ Tensor decode_step_fused(const Gpt& model, const Tensor& x_in, KvCache& cache) {
   // Allocated here, not inside the region, so nothing there can throw.
   const int max_threads = omp_get_max_threads();
   const int64_t private_size = 2 * C + Hg * D + F;
-  std::vector<float> workspace(max_threads * private_size);        // per thread: x, normed, queries, hidden
-  std::vector<float> attn_parts(max_threads * C), mlp_parts(max_threads * C);  // (P, C) each
-  std::vector<float> heads(H * D);  // (H D): attention outputs; thread t writes and reads its own heads
+  // From the storage pool: a token's decoding step takes no block from malloc once warm.
+  storage_pool::Scratch<float> workspace(max_threads * private_size, 0.0f);  // per thread: x, normed, queries, hidden
+  storage_pool::Scratch<float> attn_parts(max_threads * C, 0.0f), mlp_parts(max_threads * C, 0.0f);  // (P, C) each
+  storage_pool::Scratch<float> heads(H * D, 0.0f);  // (H D): attention outputs; thread t writes and reads its own heads
   Tensor logits = Tensor::empty({1, 1, V});  // (1, 1, V)
   const float* x0 = x_in.data<float>();      // (C)
   float* out = logits.data<float>();         // (V)
