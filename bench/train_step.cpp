@@ -45,6 +45,7 @@
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "train/sample.h"
+#include "train/threads.h"
 #include "train/trainer.h"
 
 namespace {

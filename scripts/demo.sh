@@ -4,6 +4,6 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$here/scripts/setup.sh" --corpus
-"$here/scripts/build.sh"
+"$here/scripts/build.sh" --target tapeformer   # the program only: no test or benchmark
 cd "$here"
 exec "$here/build/tools/tapeformer" train recipes/gpt_brown_char.yaml "$@"

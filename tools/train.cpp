@@ -1,9 +1,25 @@
 // `tapeformer train RECIPE`: train a model from a YAML recipe (see docs/recipes.md).
+#include <filesystem>
+
 #include "tools/commands.h"
 #include "train/recipe.h"
 #include "train/trainer.h"
 
 namespace tf::tools {
+
+namespace {
+// The program as the user can type it from here: argv[0], relative to the working folder when it
+// lies inside it (demo.sh runs /abs/path/build/tools/tapeformer from the repository root).
+std::string program_as_typed(const std::string& argv0) {
+  namespace fs = std::filesystem;
+  if (argv0.empty()) return "tapeformer";
+  if (argv0.find('/') == std::string::npos) return argv0;  // found on PATH
+  std::error_code ec;
+  const fs::path relative = fs::proximate(fs::path(argv0), fs::current_path(ec), ec);
+  if (ec || relative.empty() || *relative.begin() == "..") return argv0;
+  return relative.has_parent_path() ? relative.string() : "./" + relative.string();
+}
+}  // namespace
 
 void add_train_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("train", "Train a GPT or BERT from a YAML recipe");
@@ -28,12 +44,13 @@ void add_train_command(CLI::App& app, int& exit_code) {
   CLI::Option* resume_opt =
       cmd->add_option("--resume", resume, "Continue from CKPT, or from the run folder's newest checkpoint")
           ->expected(0, 1);
-  cmd->callback([&exit_code, resume_opt] {
+  cmd->callback([&exit_code, resume_opt, cmd] {
     if (anomaly) overrides.push_back("train.anomaly=true");
     const train::Recipe recipe = train::load_recipe(recipe_path, overrides);
     train::TrainOptions options;
     options.dry_run = dry_run;
     options.profile = profile;
+    options.program = program_as_typed(cmd->get_parent()->get_name());
     if (resume_opt->count() > 0) options.resume = resume;
     train::train(recipe, options);
     exit_code = 0;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <ostream>
 
 #include "train/evaluate.h"
@@ -78,6 +79,48 @@ void Progress::report_eval(int64_t step, const EvalResult& e) {
 void Progress::finish() {
   if (line_open_) out_ << "\n" << std::flush;
   line_open_ = false;
+}
+
+}  // namespace tf::train
+
+namespace tf::train {
+
+namespace {
+// A word the shell reads back as `s`: single quotes unless it is plainly safe.
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:+,@") == std::string::npos;
+  if (plain) return s;
+  std::string quoted = "'";
+  for (const char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+}  // namespace
+
+void print_run_report(std::ostream& out, const RunReport& r) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: %lld steps in %s, %.1fk tokens/s on %d thread%s",
+                r.interrupted ? "stopped" : "done", static_cast<long long>(r.steps_done), clock(r.wall_seconds).c_str(),
+                r.tokens_per_second / 1000, r.threads, r.threads == 1 ? "" : "s");
+  out << "\n" << line << "\n";
+  if (r.last_eval) {
+    if (r.causal && std::isfinite(r.last_eval->bits_per_char))
+      std::snprintf(line, sizeof line, "validation: %.3f bits/char; a context-free (unigram) model needs %.3f",
+                    r.last_eval->bits_per_char, r.baseline);
+    else if (!r.causal)
+      std::snprintf(line, sizeof line,
+                    "validation: masked-token accuracy %.3f; always guessing the most frequent token scores %.3f",
+                    r.last_eval->mlm_accuracy, r.baseline);
+    else
+      std::snprintf(line, sizeof line, "validation: loss %.4f nats/token", r.last_eval->loss);
+    out << line << "\n";
+  }
+  if (r.last_checkpoint.empty()) return;
+  const std::string file = std::filesystem::path(r.last_checkpoint).filename().string();
+  const std::string ckpt = shell_word(r.last_checkpoint), program = shell_word(r.program);
+  out << "checkpoints: " << r.checkpoint_dir << "/ (newest " << file << ")\n" << "next:\n";
+  if (r.interrupted) out << "  " << program << " train " << shell_word(r.recipe_path) << " --resume\n";
+  if (r.causal) out << "  " << program << " sample " << ckpt << " --prompt " << shell_word(r.prompt) << " --tokens 200\n";
+  out << "  " << program << " eval " << ckpt << "\n" << "  " << program << " info " << ckpt << "\n" << std::flush;
 }
 
 }  // namespace tf::train

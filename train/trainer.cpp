@@ -1,7 +1,6 @@
 // The training loop; see trainer.h.
 #include "train/trainer.h"
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
 
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
@@ -25,6 +23,7 @@
 #include "train/run.h"
 #include "train/sample.h"
 #include "train/step.h"
+#include "train/threads.h"
 
 namespace tf::train {
 
@@ -59,21 +58,6 @@ struct LoopScope {
   LoopScope& operator=(const LoopScope&) = delete;
 };
 
-// Physical cores: distinct (package, core) pairs in sysfs; all logical CPUs if that is unreadable.
-int physical_cores() {
-  std::set<std::pair<std::string, std::string>> cores;
-  for (int cpu = 0;; ++cpu) {
-    const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
-    std::ifstream package(base + "physical_package_id"), core(base + "core_id");
-    if (!package || !core) break;
-    std::string p, c;
-    package >> p;
-    core >> c;
-    cores.emplace(p, c);
-  }
-  return cores.empty() ? omp_get_num_procs() : static_cast<int>(cores.size());
-}
-
 // Validation: sequential batches over the validation ids (the same ones every time).
 struct Validation {
   std::vector<int32_t> ids;
@@ -81,15 +65,26 @@ struct Validation {
 
   EvalResult run(const Run& run) const {
     const Recipe& r = run.recipe;
-    const int64_t batches = r.eval.batches;
     if (r.model.arch == layers::Architecture::bert) {
-      auto batcher = data::MaskedLmBatcher::sequential(ids, r.train.batch_size, r.data.seq_len,
-                                                       static_cast<uint64_t>(r.train.seed) + 1,
-                                                       data::MaskedLmTokens::from(*run.tokenizer), r.data.mask_prob);
-      return evaluate_masked(*run.model, batcher, batches);
+      auto batcher = masked_batcher(run);
+      return evaluate_masked(*run.model, batcher, r.eval.batches);
     }
     auto batcher = data::CausalBatcher::sequential(ids, r.train.batch_size, r.data.seq_len);
-    return evaluate_causal(*run.model, batcher, batches, chars);
+    return evaluate_causal(*run.model, batcher, r.eval.batches, chars);
+  }
+
+  // What the same figure is for a model that ignores context (RunReport::baseline).
+  double baseline(const Run& run, std::string_view text) const {
+    if (run.recipe.model.arch == layers::Architecture::gpt) return unigram_bits_per_char(text);
+    auto batcher = masked_batcher(run);
+    return baseline_most_frequent_accuracy(batcher, run.recipe.eval.batches);
+  }
+
+ private:
+  data::MaskedLmBatcher masked_batcher(const Run& run) const {
+    const Recipe& r = run.recipe;
+    return data::MaskedLmBatcher::sequential(ids, r.train.batch_size, r.data.seq_len, static_cast<uint64_t>(r.train.seed) + 1,
+                                             data::MaskedLmTokens::from(*run.tokenizer), r.data.mask_prob);
   }
 };
 
@@ -102,11 +97,6 @@ std::string json_number(double v) {
 }
 
 }  // namespace
-
-int configure_threads(int64_t requested) {
-  if (std::getenv("OMP_NUM_THREADS") == nullptr) omp_set_num_threads(requested > 0 ? static_cast<int>(requested) : physical_cores());
-  return omp_get_max_threads();
-}
 
 TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   std::ostream& out = options.out ? *options.out : std::cout;
@@ -128,6 +118,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   const RunPlan plan = plan_run(run.recipe, run.params);
   if (options.dry_run) {
     out << run.recipe.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
+        << "openmp waiting        " << describe_wait_policy() << "\n"
         << "vocabulary            " << run.recipe.model.vocab_size << " (" << run.recipe.data.tokenizer << ")\n"
         << "data                  " << corpus.description << "\n";
     return {};
@@ -164,6 +155,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   const int64_t tokens_per_step = run.recipe.train.grad_accum * run.recipe.train.batch_size * run.recipe.data.seq_len;
   TrainSummary summary;
   summary.final_step = run.step;
+  std::optional<EvalResult> last_eval;
 
   auto write_checkpoint = [&] {
     const fs::path file = checkpoint_path(dir, run.step);
@@ -184,6 +176,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     if (run.recipe.eval.interval > 0 && (run.step % run.recipe.eval.interval == 0 || last)) {
       profile::Scope scope("evaluation");
       const EvalResult e = validation.run(run);
+      last_eval = e;
       val_loss = e.loss;
       summary.last_val_loss = e.loss;
       progress.report_eval(run.step, e);
@@ -231,6 +224,22 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     sample(gpt, run.tokenizer->encode(run.recipe.sample.prompt), so, [&](int32_t id) { generated.push_back(id); });
     out << run.tokenizer->decode(generated) << "\n";
   }
+
+  RunReport report;
+  report.steps_done = summary.steps_done;
+  report.wall_seconds = progress.elapsed_seconds();
+  report.tokens_per_second = summary.tokens_per_second;
+  report.threads = threads;
+  report.causal = run.recipe.model.arch == layers::Architecture::gpt;
+  report.last_eval = last_eval;
+  if (last_eval) report.baseline = validation.baseline(run, corpus.val);
+  report.program = options.program;
+  report.checkpoint_dir = dir.string();
+  report.last_checkpoint = summary.last_checkpoint;
+  report.recipe_path = (dir / "recipe.yaml").string();
+  report.prompt = run.recipe.sample.prompt;
+  report.interrupted = summary.interrupted;
+  print_run_report(out, report);
   return summary;
 }
 

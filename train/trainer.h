@@ -20,6 +20,7 @@ struct TrainOptions {
   bool sample_at_end = true;           // GPT: print recipe.sample.tokens of text after training
   std::string profile;                 // "wall" or "cpu": print time per op and phase at the end
   std::ostream* out = nullptr;         // progress and reports (default std::cout)
+  std::string program = "tapeformer";  // how the user runs the program, for the next commands the report suggests
 };
 
 struct TrainSummary {
@@ -33,8 +34,5 @@ struct TrainSummary {
 };
 
 TrainSummary train(const Recipe& recipe, const TrainOptions& options = {});
-
-// Sets OpenMP's thread count from recipe.train.threads unless OMP_NUM_THREADS is set; returns it.
-int configure_threads(int64_t requested);
 
 }  // namespace tf::train

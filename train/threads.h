@@ -1,0 +1,30 @@
+// How many OpenMP threads a command runs, and how its waiting threads behave.
+//
+//   int main(int argc, char** argv) {
+//     tf::train::apply_default_wait_policy(argv);   // first: may re-execute the program once
+//     ...
+//     const int threads = tf::train::configure_threads(recipe.train.threads);
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tf::train {
+
+// Sets OpenMP's thread count: `requested` when positive, else the physical cores; OMP_NUM_THREADS
+// wins when set. Returns the count.
+int configure_threads(int64_t requested);
+
+// The spin count before a waiting OpenMP thread sleeps that the program uses unless the user set
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT: Note [OpenMP wait policy] in threads.cpp.
+inline constexpr const char* kDefaultSpinCount = "1000";
+
+// Unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, sets GOMP_SPINCOUNT=kDefaultSpinCount and
+// re-executes the program (/proc/self/exe) with the same arguments: libgomp reads the variable
+// only when it loads. Returns (doing nothing) when either is set or the re-execution fails.
+void apply_default_wait_policy(char** argv);
+
+// One line for --dry-run: "GOMP_SPINCOUNT=1000 (tapeformer's default)", "OMP_WAIT_POLICY=PASSIVE
+// (yours)", ...
+std::string describe_wait_policy();
+
+}  // namespace tf::train
