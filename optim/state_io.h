@@ -10,7 +10,7 @@
 #pragma once
 #include <string>
 
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "optim/optimizer.h"
 
 namespace tf::optim {

@@ -28,15 +28,17 @@ mapfile -t commands < <(awk '/^## Quick start/{q=1} q&&/^```sh/{b=1;next} b&&/^`
 ((${#commands[@]} == 2)) || { echo "check-fresh: expected two commands in README's quick start, found ${#commands[@]}" >&2; exit 2; }
 
 root=$(mktemp -d "${TMPDIR:-/var/tmp}/tapeformer-fresh.XXXXXX")
+chmod 755 "$root"  # apt downloads as the _apt user, which must reach the root's folders
 mounts=()
 cleanup() {
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done
+  rm -f "$root.list"
   if ((keep)); then echo "check-fresh: root kept at $root"; else rm -rf --one-file-system "$root"; fi
 }
 trap cleanup EXIT
 
 # The Debian sources this machine's apt is configured with (not a hard-coded mirror).
-sources="$root.sources"
+sources="$root.list"  # one-line format: mmdebstrap reads a .sources file as deb822
 apt-get indextargets --format 'deb $(REPO_URI) $(RELEASE) $(COMPONENT)' 'Created-By: Packages' 'Origin: Debian' |
   sort -u >"$sources"
 [[ -s "$sources" ]] || { echo "check-fresh: this machine's apt has no Debian sources" >&2; exit 2; }
@@ -44,7 +46,6 @@ echo "check-fresh: building a minimal Debian 12 root in $root from:"
 sed 's/^/  /' "$sources"
 started=$SECONDS
 mmdebstrap --quiet --variant=minbase bookworm "$root" "$sources"
-rm -f "$sources"
 echo "check-fresh: root ready in $((SECONDS - started)) s ($(du -sh --one-file-system "$root" | cut -f1))"
 
 # A clean copy of HEAD, and the corpus fetched from outside.
@@ -81,7 +82,7 @@ for cmd in "${commands[@]}"; do
   t0=$SECONDS
   set +e
   chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    LANG=C.UTF-8 TERM=dumb /bin/bash -c "cd /home/user/tapeformer && $cmd" 2>&1 | sed 's/^/  | /'
+    LANG=C.UTF-8 TERM=dumb /bin/bash -c "cd /home/user/tapeformer && $cmd" 2>&1 | sed -u 's/^/  | /'
   rc=${PIPESTATUS[0]}
   set -e
   report+=("$(printf '%-22s exit %d  %d:%02d' "$cmd" "$rc" $(((SECONDS - t0) / 60)) $(((SECONDS - t0) % 60)))")

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "layers/module.h"
 #include "tools/commands.h"
 #include "train/checkpoint.h"

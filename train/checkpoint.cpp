@@ -5,7 +5,7 @@
 #include <chrono>
 #include <ctime>
 
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "optim/state_io.h"
 
 namespace tf::train {

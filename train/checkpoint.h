@@ -4,7 +4,7 @@
 //   LoadedRun loaded = load_checkpoint("runs/demo/ckpt_000500.h5");     // recipe from the file
 //
 // Files are written to "<name>.partial", flushed to disk and renamed, so a crash at any moment
-// leaves the previous checkpoint intact (framework/hdf5_io.h).
+// leaves the previous checkpoint intact (framework/io/hdf5_io.h).
 #pragma once
 #include <filesystem>
 #include <optional>

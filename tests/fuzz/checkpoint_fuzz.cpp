@@ -1,12 +1,12 @@
 // Fuzz target: the checkpoint loader on arbitrary, truncated and bit-flipped HDF5 files — the
-// generic reader (framework/hdf5_io.h H5Reader) and the run loader (train/checkpoint.h).
+// generic reader (framework/io/hdf5_io.h H5Reader) and the run loader (train/checkpoint.h).
 //
 // Input: the bytes of a file. HDF5 reads from a path, and H5Reader checks the path and the file's
 // size itself, so each run writes the input to one scratch file (per process) and opens that.
 // Expected: success or tf::InputError; anything else is a finding.
 //
 // The reader runs as shipped: integrity header checked, the file probed in a child process
-// (framework/hdf5_io.h), which contains libhdf5's own crashes and hangs and refuses a file as soon
+// (framework/io/hdf5_io.h), which contains libhdf5's own crashes and hangs and refuses a file as soon
 // as HDF5 fails on any part of it; what libFuzzer explores in this process is then our reader's
 // own checks (names, types, ranks, sizes) and the loaders above it. A mutated sealed file almost
 // never keeps its checksum, so an input whose HDF5 data starts at byte 512 is also resealed and
@@ -19,7 +19,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "train/checkpoint.h"
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "framework/autograd/tape.h"
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "layers/models/model.h"
 #include "support/compare.h"
 

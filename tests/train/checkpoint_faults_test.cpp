@@ -17,7 +17,7 @@
 #include <cstring>
 #include <functional>
 
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "support/errors.h"
 #include "train/checkpoint.h"
 #include "train/run_fixture.h"
@@ -173,7 +173,7 @@ TEST_F(CheckpointFaults, TruncatedOrBitFlippedFilesAreRefusedAndTheCliExitsWithT
 
   // One bit of the dimensions' neighbourhood in the parameter's header: the integrity header's
   // checksum catches it before HDF5 reads the file (every bit of a header, and raw data:
-  // tests/framework/hdf5_integrity_test.cpp; without the integrity header: hdf5_faults_test.cpp).
+  // tests/framework/io/hdf5_integrity_test.cpp; without the integrity header: hdf5_faults_test.cpp).
   const haddr_t header = header_of(good_, std::string("/model/") + kParam);
   ASSERT_EQ(bytes.substr(header, 4), "OHDR");
   std::string flipped_bytes = bytes;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "data/char_tokenizer.h"
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "support/errors.h"
 #include "support/temp_dir.h"
 #include "train/checkpoint.h"

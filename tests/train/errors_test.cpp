@@ -9,7 +9,7 @@
 #include <set>
 
 #include "data/tokenizer.h"
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "support/errors.h"
 #include "train/checkpoint.h"
 #include "train/run_fixture.h"

@@ -14,7 +14,7 @@
 #include <iomanip>
 #include <random>
 
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "train/checkpoint.h"
 #include "train/run_fixture.h"
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <streambuf>
 
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "train/checkpoint.h"
 #include "train/run_fixture.h"
 #include "train/trainer.h"

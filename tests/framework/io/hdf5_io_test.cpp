@@ -1,7 +1,7 @@
 // HDF5 tensor I/O: bit-exact round trips, dotted names, atomic writing, and the basic refusals
 // (missing, mistyped, not HDF5, truncated). Forged and damaged files and failing writes are in
 // hdf5_faults_test.cpp.
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>

@@ -2,7 +2,7 @@
 // the reader shares (hdf5_io_common.h). HDF5's C++ API throws H5::Exception; every one is
 // translated into a tf::Error that names the file and the object; a file system that refuses the
 // file is an InputError (Note [writing through memory]).
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "framework/hdf5_io_common.h"
+#include "framework/io/hdf5_io_common.h"
 
 namespace tf {
 

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "support/errors.h"
 #include "support/temp_dir.h"
 

@@ -1,4 +1,4 @@
-// The probe (framework/hdf5_io.h, Note [probing in a child process]): a child killed by a signal,
+// The probe (framework/io/hdf5_io.h, Note [probing in a child process]): a child killed by a signal,
 // past its deadline, exiting otherwise or unable to open the file becomes an InputError naming
 // the file and the step; the files on which libhdf5 1.10.8 itself crashes or hangs
 // (tests/fuzz/corpus/checkpoint/hdf5_*.h5, found by checkpoint_fuzz) are refused or read, never
@@ -16,8 +16,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "framework/hdf5_io.h"
-#include "framework/hdf5_io_common.h"
+#include "framework/io/hdf5_io.h"
+#include "framework/io/hdf5_io_common.h"
 #include "support/errors.h"
 #include "support/temp_dir.h"
 

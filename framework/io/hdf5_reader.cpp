@@ -14,8 +14,8 @@
 #include <limits>
 #include <system_error>
 
-#include "framework/hdf5_io.h"
-#include "framework/hdf5_io_common.h"
+#include "framework/io/hdf5_io.h"
+#include "framework/io/hdf5_io_common.h"
 
 namespace tf {
 

@@ -20,8 +20,8 @@
 #include <new>
 #include <set>
 
-#include "framework/hdf5_io.h"
-#include "framework/hdf5_io_common.h"
+#include "framework/io/hdf5_io.h"
+#include "framework/io/hdf5_io_common.h"
 #include "framework/shape.h"
 
 // Declared weak so that it is null unless a sanitizer runtime is linked (then it replaces the

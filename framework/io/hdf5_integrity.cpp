@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "framework/hdf5_io.h"
-#include "framework/hdf5_io_common.h"
+#include "framework/io/hdf5_io.h"
+#include "framework/io/hdf5_io_common.h"
 
 namespace tf {
 

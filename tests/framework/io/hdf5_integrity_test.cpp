@@ -1,4 +1,4 @@
-// The integrity header of H5Writer's files (framework/hdf5_io.h, Note [integrity header]): its
+// The integrity header of H5Writer's files (framework/io/hdf5_io.h, Note [integrity header]): its
 // fields against crc32 computed here and by Python's zlib; every way a file can differ from what
 // was written — cut short, appended to, one bit flipped in the header, in HDF5's metadata or in raw
 // tensor data — is an InputError naming the file and what differs, before HDF5 reads it; files
@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "framework/hdf5_io.h"
+#include "framework/io/hdf5_io.h"
 #include "support/errors.h"
 #include "support/temp_dir.h"
 
