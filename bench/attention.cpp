@@ -137,11 +137,13 @@ int main(int argc, char** argv) {
     auto run = [&](int s, Timing& t) {
       const double t0 = now_seconds();
       (s == 0 ? tf::kernels::attention_forward_fast : tf::kernels::flash_attention_forward)(
-          d, mask, x.q.data(), x.k.data(), x.v.data(), x.out[s].data(), x.lse[s].data(), nullptr);
+          {.dims = d, .mask = mask, .queries = x.q.data(), .keys = x.k.data(), .values = x.v.data(),
+           .out = x.out[s].data(), .lse = x.lse[s].data()});
       const double t1 = now_seconds();
       (s == 0 ? tf::kernels::attention_backward_fast : tf::kernels::flash_attention_backward)(
-          d, mask, x.q.data(), x.k.data(), x.v.data(), x.out[s].data(), x.lse[s].data(), x.dout.data(),
-          x.dq[s].data(), x.dk[s].data(), x.dv[s].data());
+          {.dims = d, .mask = mask, .queries = x.q.data(), .keys = x.k.data(), .values = x.v.data(),
+           .out = x.out[s].data(), .lse = x.lse[s].data(), .dout = x.dout.data(), .dqueries = x.dq[s].data(),
+           .dkeys = x.dk[s].data(), .dvalues = x.dv[s].data()});
       t.forward += t1 - t0;
       t.backward += now_seconds() - t1;
     };

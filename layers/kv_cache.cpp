@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "framework/kernels/cpu/attention.h"
@@ -87,16 +88,18 @@ Tensor KvCache::append_and_attend(int64_t layer, const Tensor& queries, const Te
         const Scalar* k = buffers.keys.data<Scalar>() + kv_offset;
         const Scalar* v = buffers.values.data<Scalar>() + kv_offset;
         Scalar* y = out.data<Scalar>() + q_offset;
-        if constexpr (sizeof(Scalar) == sizeof(float)) {
+        const kernels::AttentionForwardArgs<Scalar> a{
+            .dims = d, .mask = mask, .queries = q, .keys = k, .values = v, .out = y, .lse = lse.data()};
+        if constexpr (std::is_same_v<Scalar, float>) {
           if (kernels::use_fast<Scalar>()) {
             if (T == 1)
               attention_step_fast(d, mask, q, k, v, y);
             else
-              kernels::attention_forward_fast(d, mask, q, k, v, y, lse.data(), nullptr);
+              kernels::attention_forward_fast(a);
             continue;
           }
         }
-        kernels::attention_forward_reference<Scalar>(d, mask, q, k, v, y, lse.data(), nullptr);
+        kernels::attention_forward_reference(a);
       }
     }
   });

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "framework/autograd/tape.h"
@@ -90,16 +91,16 @@ struct AttentionNode : Node {
            dv = Tensor::empty(v.shape(), v.dtype());
     dispatch(q.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      if (kernels::use_fast<T>()) {
-        const auto backward_fast = kernels::flash_attention_preferred(dims, mask) ? kernels::flash_attention_backward
-                                                                                  : kernels::attention_backward_fast;
-        backward_fast(dims, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
-                      log_sum_exp.data<float>(), dout.data<float>(), dq.data<float>(), dk.data<float>(),
-                      dv.data<float>());
-      } else
-        kernels::attention_backward_reference<T>(dims, mask, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(),
-                                                 log_sum_exp.data<T>(), dout.data<T>(), dq.data<T>(), dk.data<T>(),
-                                                 dv.data<T>());
+      const kernels::AttentionBackwardArgs<T> a{.dims = dims, .mask = mask, .queries = q.data<T>(), .keys = k.data<T>(),
+                                                .values = v.data<T>(), .out = out.data<T>(),
+                                                .lse = log_sum_exp.data<T>(), .dout = dout.data<T>(),
+                                                .dqueries = dq.data<T>(), .dkeys = dk.data<T>(), .dvalues = dv.data<T>()};
+      if constexpr (std::is_same_v<T, float>) {
+        if (kernels::use_fast<T>())
+          return kernels::flash_attention_preferred(dims, mask) ? kernels::flash_attention_backward(a)
+                                                                : kernels::attention_backward_fast(a);
+      }
+      kernels::attention_backward_reference(a);
     });
     accumulate_grad(q, std::move(dq));
     accumulate_grad(k, std::move(dk));
@@ -121,15 +122,16 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   if (weights_out) probs = Tensor::empty({d.batch, d.heads, d.q_len, d.kv_len}, q.dtype());
   dispatch(q.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (kernels::use_fast<T>()) {
+    const kernels::AttentionForwardArgs<T> a{.dims = d, .mask = mask, .queries = q.data<T>(), .keys = k.data<T>(),
+                                             .values = v.data<T>(), .out = out.data<T>(), .lse = lse.data<T>(),
+                                             .probs = probs.defined() ? probs.data<T>() : nullptr};
+    if constexpr (std::is_same_v<T, float>) {
       // The tiled kernel where it measured faster and wherever S would be large (flash_attention_preferred).
-      const auto forward_fast = kernels::flash_attention_preferred(d, mask) ? kernels::flash_attention_forward
-                                                                            : kernels::attention_forward_fast;
-      forward_fast(d, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(), lse.data<float>(),
-                   probs.defined() ? probs.data<float>() : nullptr);
-    } else
-      kernels::attention_forward_reference<T>(d, mask, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(),
-                                              lse.data<T>(), probs.defined() ? probs.data<T>() : nullptr);
+      if (kernels::use_fast<T>())
+        return kernels::flash_attention_preferred(d, mask) ? kernels::flash_attention_forward(a)
+                                                           : kernels::attention_forward_fast(a);
+    }
+    kernels::attention_forward_reference(a);
   });
   if (weights_out) *weights_out = probs;
 

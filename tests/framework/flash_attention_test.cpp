@@ -91,10 +91,12 @@ Result<T> run_reference(const Problem& p) {
   r.out.resize(p.dout.size()), r.lse.resize(d.batch * d.heads * d.q_len), r.probs.resize(r.lse.size() * d.kv_len);
   r.dq.resize(p.q.size()), r.dk.resize(p.k.size()), r.dv.resize(p.v.size());
   const std::vector<T> q = as<T>(p.q), k = as<T>(p.k), v = as<T>(p.v), dout = as<T>(p.dout);
-  attention_forward_reference<T>(d, p.mask(), q.data(), k.data(), v.data(), r.out.data(), r.lse.data(),
-                                 r.probs.data());
-  attention_backward_reference<T>(d, p.mask(), q.data(), k.data(), v.data(), r.out.data(), r.lse.data(),
-                                  dout.data(), r.dq.data(), r.dk.data(), r.dv.data());
+  attention_forward_reference<T>({.dims = d, .mask = p.mask(), .queries = q.data(), .keys = k.data(),
+                                  .values = v.data(), .out = r.out.data(), .lse = r.lse.data(),
+                                  .probs = r.probs.data()});
+  attention_backward_reference<T>({.dims = d, .mask = p.mask(), .queries = q.data(), .keys = k.data(),
+                                   .values = v.data(), .out = r.out.data(), .lse = r.lse.data(), .dout = dout.data(),
+                                   .dqueries = r.dq.data(), .dkeys = r.dk.data(), .dvalues = r.dv.data()});
   return r;
 }
 
@@ -107,10 +109,12 @@ Result<float> run_flash(const Problem& p, bool with_probs = true) {
   r.out.assign(p.dout.size(), nan), r.lse.assign(d.batch * d.heads * d.q_len, nan);
   if (with_probs) r.probs.assign(r.lse.size() * d.kv_len, nan);
   r.dq.assign(p.q.size(), nan), r.dk.assign(p.k.size(), nan), r.dv.assign(p.v.size(), nan);
-  flash_attention_forward(d, p.mask(), p.q.data(), p.k.data(), p.v.data(), r.out.data(), r.lse.data(),
-                          with_probs ? r.probs.data() : nullptr);
-  flash_attention_backward(d, p.mask(), p.q.data(), p.k.data(), p.v.data(), r.out.data(), r.lse.data(),
-                           p.dout.data(), r.dq.data(), r.dk.data(), r.dv.data());
+  flash_attention_forward({.dims = d, .mask = p.mask(), .queries = p.q.data(), .keys = p.k.data(),
+                           .values = p.v.data(), .out = r.out.data(), .lse = r.lse.data(),
+                           .probs = with_probs ? r.probs.data() : nullptr});
+  flash_attention_backward({.dims = d, .mask = p.mask(), .queries = p.q.data(), .keys = p.k.data(),
+                            .values = p.v.data(), .out = r.out.data(), .lse = r.lse.data(), .dout = p.dout.data(),
+                            .dqueries = r.dq.data(), .dkeys = r.dk.data(), .dvalues = r.dv.data()});
   return r;
 }
 

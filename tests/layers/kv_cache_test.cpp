@@ -221,9 +221,9 @@ TEST(AttentionStepFast, MatchesTheReferenceKernelOnOddSizes) {
           attention_step_fast(d, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>());
           const Tensor q64 = q.to(DType::f64), k64 = k.to(DType::f64), v64 = v.to(DType::f64);
           Tensor want = Tensor::empty({heads, q_len, D}, DType::f64), lse = Tensor::empty({heads, q_len}, DType::f64);
-          kernels::attention_forward_reference<double>(d, mask, q64.data<double>(), k64.data<double>(),
-                                                       v64.data<double>(), want.data<double>(), lse.data<double>(),
-                                                       nullptr);
+          kernels::attention_forward_reference<double>({.dims = d, .mask = mask, .queries = q64.data<double>(),
+                                                        .keys = k64.data<double>(), .values = v64.data<double>(),
+                                                        .out = want.data<double>(), .lse = lse.data<double>()});
           EXPECT_TRUE(all_close(out.to(DType::f64), want, 1e-5, 1e-5))
               << "heads " << heads << " T_q " << q_len << " T_k " << kv_len << " D " << D;
         }

@@ -72,9 +72,12 @@ void dropout_row(const AttentionDims& d, int64_t r, float* s) {
 
 }  // namespace
 
-void attention_forward_fast(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
-                            const float* v, float* out, float* lse, float* probs) {
-  if (degenerate(d)) return attention_forward_reference<float>(d, mask, q, k, v, out, lse, probs);
+void attention_forward_fast(const AttentionForwardArgs<float>& a) {
+  const AttentionDims& d = a.dims;
+  const AttentionMask& mask = a.mask;
+  const float *q = a.queries, *k = a.keys, *v = a.values;
+  float *out = a.out, *lse = a.lse, *probs = a.probs;
+  if (degenerate(d)) return attention_forward_reference(a);
   const int64_t rows = d.batch * d.heads * d.q_len, gq = d.group() * d.q_len;
   // With no dropout the probabilities the caller wants are exactly those multiplied into V.
   float* p = (probs && d.dropout == 0) ? probs : workspace(0, rows * d.kv_len);  // (B, H, T_q, T_k)
@@ -101,10 +104,12 @@ void attention_forward_fast(const AttentionDims& d, const AttentionMask& mask, c
   head_matmul(d, gq, d.value_dim, d.kv_len, false, false, p, v, out);  // O = dropout(P) V
 }
 
-void attention_backward_fast(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
-                             const float* v, const float* out, const float* lse, const float* dout, float* dq,
-                             float* dk, float* dv) {
-  if (degenerate(d)) return attention_backward_reference<float>(d, mask, q, k, v, out, lse, dout, dq, dk, dv);
+void attention_backward_fast(const AttentionBackwardArgs<float>& a) {
+  const AttentionDims& d = a.dims;
+  const AttentionMask& mask = a.mask;
+  const float *q = a.queries, *k = a.keys, *v = a.values, *out = a.out, *lse = a.lse, *dout = a.dout;
+  float *dq = a.dqueries, *dk = a.dkeys, *dv = a.dvalues;
+  if (degenerate(d)) return attention_backward_reference(a);
   const int64_t rows = d.batch * d.heads * d.q_len, gq = d.group() * d.q_len;
   float* p = workspace(0, rows * d.kv_len);   // (B, H, T_q, T_k) P
   float* ds = workspace(1, rows * d.kv_len);  // (B, H, T_q, T_k) dropout(P), then dP, then dS

@@ -15,10 +15,7 @@
 
 namespace tf::kernels {
 
-void attention_forward_fast(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
-                            const float* v, float* out, float* lse, float* probs);
-void attention_backward_fast(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
-                             const float* v, const float* out, const float* lse, const float* dout, float* dq,
-                             float* dk, float* dv);
+void attention_forward_fast(const AttentionForwardArgs<float>& a);
+void attention_backward_fast(const AttentionBackwardArgs<float>& a);
 
 }  // namespace tf::kernels

@@ -408,9 +408,12 @@ void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const
 
 }  // namespace
 
-void flash_attention_forward(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
-                             const float* v, float* out, float* lse, float* probs) {
-  if (degenerate(d)) return attention_forward_reference<float>(d, mask, q, k, v, out, lse, probs);
+void flash_attention_forward(const AttentionForwardArgs<float>& a) {
+  const AttentionDims& d = a.dims;
+  const AttentionMask& mask = a.mask;
+  const float *q = a.queries, *k = a.keys, *v = a.values;
+  float *out = a.out, *lse = a.lse, *probs = a.probs;
+  if (degenerate(d)) return attention_forward_reference(a);
   const int64_t n_q = blocks_of(d.q_len, kBlockQ), heads = d.batch * d.heads;
   // Tasks (b, h, query block), the last query blocks first: under a causal mask they see the most
   // keys, and dynamic scheduling then fills in with the cheap ones.
@@ -421,10 +424,12 @@ void flash_attention_forward(const AttentionDims& d, const AttentionMask& mask, 
   }
 }
 
-void flash_attention_backward(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
-                              const float* v, const float* out, const float* lse, const float* dout, float* dq,
-                              float* dk, float* dv) {
-  if (degenerate(d)) return attention_backward_reference<float>(d, mask, q, k, v, out, lse, dout, dq, dk, dv);
+void flash_attention_backward(const AttentionBackwardArgs<float>& a) {
+  const AttentionDims& d = a.dims;
+  const AttentionMask& mask = a.mask;
+  const float *q = a.queries, *k = a.keys, *v = a.values, *out = a.out, *lse = a.lse, *dout = a.dout;
+  float *dq = a.dqueries, *dk = a.dkeys, *dv = a.dvalues;
+  if (degenerate(d)) return attention_backward_reference(a);
   const int64_t rows = d.batch * d.heads * d.q_len, q_size = rows * d.head_dim;
   const bool parallel = parallel_worth_it(d);
   // (B, H, T_q) delta = rowsum(dO * O): Algorithm 4 forms it per block inside its loops; like

@@ -16,7 +16,7 @@
 // Note [flash determinism] in the .cpp). Results are bit-identical run to run and for any thread
 // count: no task's arithmetic depends on which thread runs it or when.
 //
-//   if (flash_attention_preferred(d, mask)) flash_attention_forward(d, mask, q, k, v, out, lse, nullptr);
+//   if (flash_attention_preferred(a.dims, a.mask)) flash_attention_forward(a);
 //
 // Blocks are Br = Bc = 64 with 6 x 16 register tiles (measured against 32 x 64, 64 x 32, 128 x 64
 // and 4 x 16 tiles). Against the materialised kernel (bench/attention.cpp, forward + backward, one
@@ -28,15 +28,11 @@
 
 namespace tf::kernels {
 
-// q (B, H, T_q, D), k (B, H_kv, T_k, D), v (B, H_kv, T_k, D_v) -> out (B, H, T_q, D_v), lse (B, H, T_q);
-// probs (B, H, T_q, T_k) before dropout, written only when not null (a second sweep per query block).
-void flash_attention_forward(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
-                             const float* v, float* out, float* lse, float* probs);
+// As attention_forward_reference; probs, when asked, cost a second sweep per query block.
+void flash_attention_forward(const AttentionForwardArgs<float>& a);
 
-// Writes (assigns) dq, dk, dv in the shapes of q, k, v from the forward's inputs, out, lse and dout.
-void flash_attention_backward(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
-                              const float* v, const float* out, const float* lse, const float* dout, float* dq,
-                              float* dk, float* dv);
+// As attention_backward_reference.
+void flash_attention_backward(const AttentionBackwardArgs<float>& a);
 
 // Bytes of scratch one call allocates when run on `threads` threads (the benchmark reports it).
 int64_t flash_attention_scratch_bytes(const AttentionDims& d, int threads, bool backward);

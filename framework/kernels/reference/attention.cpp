@@ -52,8 +52,11 @@ T masked_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, in
 }  // namespace
 
 template <class T>
-void attention_forward_reference(const AttentionDims& d, const AttentionMask& mask, const T* q, const T* k,
-                                 const T* v, T* out, T* lse, T* probs) {
+void attention_forward_reference(const AttentionForwardArgs<T>& a) {
+  const AttentionDims& d = a.dims;
+  const AttentionMask& mask = a.mask;
+  const T *q = a.queries, *k = a.keys, *v = a.values;
+  T *out = a.out, *lse = a.lse, *probs = a.probs;
   std::vector<T> s(d.kv_len);  // (T_k) scores, then probabilities
   for (int64_t b = 0; b < d.batch; ++b) {
     for (int64_t h = 0; h < d.heads; ++h) {
@@ -85,8 +88,11 @@ void attention_forward_reference(const AttentionDims& d, const AttentionMask& ma
 }
 
 template <class T>
-void attention_backward_reference(const AttentionDims& d, const AttentionMask& mask, const T* q, const T* k,
-                                  const T* v, const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv) {
+void attention_backward_reference(const AttentionBackwardArgs<T>& a) {
+  const AttentionDims& d = a.dims;
+  const AttentionMask& mask = a.mask;
+  const T *q = a.queries, *k = a.keys, *v = a.values, *out = a.out, *lse = a.lse, *dout = a.dout;
+  T *dq = a.dqueries, *dk = a.dkeys, *dv = a.dvalues;
   const int64_t q_size = d.batch * d.heads * d.q_len * d.head_dim;
   const int64_t k_size = d.batch * d.kv_heads * d.kv_len * d.head_dim;
   const int64_t v_size = d.batch * d.kv_heads * d.kv_len * d.value_dim;
@@ -126,11 +132,9 @@ void attention_backward_reference(const AttentionDims& d, const AttentionMask& m
   }
 }
 
-#define TF_INSTANTIATE(T)                                                                                   \
-  template void attention_forward_reference<T>(const AttentionDims&, const AttentionMask&, const T*,       \
-                                               const T*, const T*, T*, T*, T*);                            \
-  template void attention_backward_reference<T>(const AttentionDims&, const AttentionMask&, const T*,      \
-                                                const T*, const T*, const T*, const T*, const T*, T*, T*, T*);
+#define TF_INSTANTIATE(T)                                                        \
+  template void attention_forward_reference<T>(const AttentionForwardArgs<T>&); \
+  template void attention_backward_reference<T>(const AttentionBackwardArgs<T>&);
 TF_INSTANTIATE(float)
 TF_INSTANTIATE(double)
 #undef TF_INSTANTIATE

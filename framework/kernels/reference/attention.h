@@ -78,16 +78,42 @@ struct AttentionMask {
 // The dropout keep factor of P's element e: 0 when dropped, 1 / (1 - dropout) when kept.
 double attention_dropout_factor(const AttentionDims& d, uint64_t e);
 
-// q (B, H, T_q, D), k (B, H_kv, T_k, D), v (B, H_kv, T_k, D_v) -> out (B, H, T_q, D_v),
-// lse (B, H, T_q); probs (B, H, T_q, T_k) before dropout, written only when not null.
+// The arguments of every attention kernel (reference, fast, flash), by name. The shapes, the mask
+// (and the score modifiers to come) travel here, so a new kind of attention is a new field, not a
+// new parameter in six signatures.
 template <class T>
-void attention_forward_reference(const AttentionDims& d, const AttentionMask& mask, const T* q, const T* k,
-                                 const T* v, T* out, T* lse, T* probs);
+struct AttentionForwardArgs {
+  AttentionDims dims;
+  AttentionMask mask;
+  const T* queries = nullptr;  // (B, H, T_q, D)
+  const T* keys = nullptr;     // (B, H_kv, T_k, D)
+  const T* values = nullptr;   // (B, H_kv, T_k, D_v)
+  T* out = nullptr;            // (B, H, T_q, D_v)
+  T* lse = nullptr;            // (B, H, T_q)
+  T* probs = nullptr;          // (B, H, T_q, T_k) before dropout; written only when not null
+};
 
-// Given the forward's inputs, out and lse, and dout (B, H, T_q, D_v), writes (assigns) dq, dk, dv
-// in the shapes of q, k, v. dk and dv sum over the query heads that share a key/value head.
 template <class T>
-void attention_backward_reference(const AttentionDims& d, const AttentionMask& mask, const T* q, const T* k,
-                                  const T* v, const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv);
+struct AttentionBackwardArgs {
+  AttentionDims dims;
+  AttentionMask mask;
+  const T* queries = nullptr;  // the forward's inputs, output and lse
+  const T* keys = nullptr;
+  const T* values = nullptr;
+  const T* out = nullptr;
+  const T* lse = nullptr;
+  const T* dout = nullptr;     // (B, H, T_q, D_v)
+  T* dqueries = nullptr;       // assigned, in the shapes of queries, keys, values; dkeys and dvalues
+  T* dkeys = nullptr;          // sum over the query heads that share a key/value head
+  T* dvalues = nullptr;
+};
+
+// out = softmax(scale Q K^T, masked) V, lse, and probs when asked.
+template <class T>
+void attention_forward_reference(const AttentionForwardArgs<T>& a);
+
+// dqueries, dkeys, dvalues from the forward's inputs, out, lse and dout.
+template <class T>
+void attention_backward_reference(const AttentionBackwardArgs<T>& a);
 
 }  // namespace tf::kernels
