@@ -31,11 +31,16 @@ root=$(mktemp -d "${TMPDIR:-/var/tmp}/tapeformer-fresh.XXXXXX")
 chmod 755 "$root"  # apt downloads as the _apt user, which must reach the root's folders
 mounts=()
 cleanup() {
+  # Processes still running inside the root (the script was interrupted), then the mounts.
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/root" 2>/dev/null) == "$root" ]] && kill -9 "${p#/proc/}" 2>/dev/null
+  done
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done
   rm -f "$root.list"
   if ((keep)); then echo "check-fresh: root kept at $root"; else rm -rf --one-file-system "$root"; fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM  # so that the EXIT trap runs
 
 # The Debian sources this machine's apt is configured with (not a hard-coded mirror).
 sources="$root.list"  # one-line format: mmdebstrap reads a .sources file as deb822
