@@ -8,6 +8,8 @@
 // rstd per row ((R) each, C times smaller than x) so the backward does not recompute statistics.
 #include "framework/ops/layer_norm.h"
 
+#include <type_traits>
+
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/layer_norm.h"
 #include "framework/kernels/mode.h"
@@ -41,6 +43,20 @@ void check_layer_norm_args(const char* op, const Tensor& x, const Tensor& weight
   check_param(op, "bias", bias, x);
 }
 
+// The fast kernel for float32 unless reference kernels are forced; the reference otherwise.
+template <class T>
+void layer_norm_forward_kernel(const kernels::LayerNormForwardArgs<T>& a) {
+  if constexpr (std::is_same_v<T, float>)
+    if (kernels::use_fast<T>()) return kernels::layer_norm_forward_fast(a);
+  kernels::layer_norm_forward_reference(a);
+}
+template <class T>
+void layer_norm_backward_kernel(const kernels::LayerNormBackwardArgs<T>& a) {
+  if constexpr (std::is_same_v<T, float>)
+    if (kernels::use_fast<T>()) return kernels::layer_norm_backward_fast(a);
+  kernels::layer_norm_backward_reference(a);
+}
+
 Shape row_shape(const Shape& x) {  // x without its last axis: (...)
   Shape rows;
   for (int i = 0; i + 1 < x.rank(); ++i) rows.push_back(x[i]);
@@ -61,16 +77,10 @@ struct LayerNormNode : Node {
     Tensor dbias = wanted(bias) ? Tensor::zeros(bias.shape(), x.dtype()) : Tensor();        // (C)
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      if (kernels::use_fast<T>())
-        kernels::layer_norm_backward_fast(dy.data<float>(), x.data<float>(), data_or_null<float>(weight),
-                                          mean.data<float>(), rstd.data<float>(), rows, channels,
-                                          data_or_null<float>(dx), data_or_null<float>(dweight),
-                                          data_or_null<float>(dbias));
-      else
-        kernels::layer_norm_backward_reference<T>(dy.data<T>(), x.data<T>(), data_or_null<T>(weight),
-                                                  mean.data<T>(), rstd.data<T>(), rows, channels,
-                                                  data_or_null<T>(dx), data_or_null<T>(dweight),
-                                                  data_or_null<T>(dbias));
+      layer_norm_backward_kernel<T>({.rows = rows, .channels = channels, .dy = dy.data<T>(), .x = x.data<T>(),
+                                     .weight = data_or_null<T>(weight), .mean = mean.data<T>(), .rstd = rstd.data<T>(),
+                                     .dx = data_or_null<T>(dx), .dweight = data_or_null<T>(dweight),
+                                     .dbias = data_or_null<T>(dbias)});
     });
     accumulate_grad(x, std::move(dx));
     accumulate_grad(weight, std::move(dweight));
@@ -102,19 +112,11 @@ struct AddLayerNormNode : Node {
     Tensor dbias = bias.requires_grad() ? Tensor::zeros(bias.shape(), sum.dtype()) : Tensor();    // (C)
     dispatch(sum.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      if (kernels::use_fast<T>()) {
-        kernels::add_layer_norm_backward_fast(dnormed.data<float>(), data_or_null<float>(dsum), sum.data<float>(),
-                                              data_or_null<float>(weight), mean.data<float>(), rstd.data<float>(),
-                                              rows, channels, data_or_null<float>(dh),
-                                              data_or_null<float>(dweight), data_or_null<float>(dbias));
-        return;
-      }
-      // Reference: the layer norm backward, then the residual add, as two plain loops.
-      kernels::layer_norm_backward_reference<T>(dnormed.data<T>(), sum.data<T>(), data_or_null<T>(weight),
-                                                mean.data<T>(), rstd.data<T>(), rows, channels, data_or_null<T>(dh),
-                                                data_or_null<T>(dweight), data_or_null<T>(dbias));
-      if (dh.defined() && dsum.defined())
-        for (int64_t i = 0; i < rows * channels; ++i) dh.data<T>()[i] += dsum.data<T>()[i];
+      layer_norm_backward_kernel<T>({.rows = rows, .channels = channels, .dy = dnormed.data<T>(),
+                                     .dsum = data_or_null<T>(dsum), .x = sum.data<T>(),
+                                     .weight = data_or_null<T>(weight), .mean = mean.data<T>(), .rstd = rstd.data<T>(),
+                                     .dx = data_or_null<T>(dh), .dweight = data_or_null<T>(dweight),
+                                     .dbias = data_or_null<T>(dbias)});
     });
     accumulate_grad(weight, std::move(dweight));
     accumulate_grad(bias, std::move(dbias));
@@ -137,16 +139,10 @@ ResidualNorm add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& weig
   Tensor rstd = Tensor::empty(row_shape(x.shape()), x.dtype());    // (...)
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (kernels::use_fast<T>()) {
-      kernels::add_layer_norm_forward_fast(x.data<float>(), a.data<float>(), data_or_null<float>(weight),
-                                           data_or_null<float>(bias), rows, channels, eps, sum.data<float>(),
-                                           y.data<float>(), mean.data<float>(), rstd.data<float>());
-      return;
-    }
-    // Reference: the add, then the reference layer norm.
-    for (int64_t i = 0; i < rows * channels; ++i) sum.data<T>()[i] = x.data<T>()[i] + a.data<T>()[i];
-    kernels::layer_norm_forward_reference<T>(sum.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias), rows,
-                                             channels, eps, y.data<T>(), mean.data<T>(), rstd.data<T>());
+    layer_norm_forward_kernel<T>({.rows = rows, .channels = channels, .eps = eps, .x = x.data<T>(),
+                                  .residual = a.data<T>(), .weight = data_or_null<T>(weight),
+                                  .bias = data_or_null<T>(bias), .sum = sum.data<T>(), .y = y.data<T>(),
+                                  .mean = mean.data<T>(), .rstd = rstd.data<T>()});
   });
   if (needs_grad(x, a, weight, bias)) {
     auto node = std::make_unique<AddLayerNormNode>();
@@ -170,13 +166,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor rstd = Tensor::empty(row_shape(x.shape()), x.dtype());  // (...)
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (kernels::use_fast<T>())
-      kernels::layer_norm_forward_fast(x.data<float>(), data_or_null<float>(weight), data_or_null<float>(bias),
-                                       rows, channels, eps, y.data<float>(), mean.data<float>(),
-                                       rstd.data<float>());
-    else
-      kernels::layer_norm_forward_reference<T>(x.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias), rows,
-                                               channels, eps, y.data<T>(), mean.data<T>(), rstd.data<T>());
+    layer_norm_forward_kernel<T>({.rows = rows, .channels = channels, .eps = eps, .x = x.data<T>(),
+                                  .weight = data_or_null<T>(weight), .bias = data_or_null<T>(bias), .y = y.data<T>(),
+                                  .mean = mean.data<T>(), .rstd = rstd.data<T>()});
   });
   if (needs_grad(x, weight, bias)) {
     auto node = std::make_unique<LayerNormNode>();

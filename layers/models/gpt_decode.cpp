@@ -67,7 +67,8 @@ Range share(int64_t n, int t, int p, int64_t align) {
 // y (C) = layer_norm(x (C)); y may be x.
 void layer_norm_row(const LayerNorm& ln, const float* x, int64_t C, float* y) {
   float mean, rstd;
-  kernels::layer_norm_forward_fast(x, data_or_null(ln.weight), data_or_null(ln.bias), 1, C, ln.eps, y, &mean, &rstd);
+  kernels::layer_norm_forward_fast({.rows = 1, .channels = C, .eps = ln.eps, .x = x, .weight = data_or_null(ln.weight),
+                                    .bias = data_or_null(ln.bias), .y = y, .mean = &mean, .rstd = &rstd});
 }
 
 // x (C) += bias + the P partial products (P, C), added in thread order.

@@ -132,27 +132,12 @@ void backward_rows(const float* dy, const float* dsum, const float* x, const flo
 
 }  // namespace
 
-void layer_norm_forward_fast(const float* x, const float* weight, const float* bias, int64_t rows,
-                             int64_t channels, double eps, float* y, float* mean, float* rstd) {
-  forward_rows(x, nullptr, weight, bias, rows, channels, eps, nullptr, y, mean, rstd);
+void layer_norm_forward_fast(const LayerNormForwardArgs<float>& a) {
+  forward_rows(a.x, a.residual, a.weight, a.bias, a.rows, a.channels, a.eps, a.sum, a.y, a.mean, a.rstd);
 }
 
-void layer_norm_backward_fast(const float* dy, const float* x, const float* weight, const float* mean,
-                              const float* rstd, int64_t rows, int64_t channels, float* dx, float* dweight,
-                              float* dbias) {
-  backward_rows(dy, nullptr, x, weight, mean, rstd, rows, channels, dx, dweight, dbias);
-}
-
-void add_layer_norm_forward_fast(const float* x, const float* residual, const float* weight, const float* bias,
-                                 int64_t rows, int64_t channels, double eps, float* sum, float* y, float* mean,
-                                 float* rstd) {
-  forward_rows(x, residual, weight, bias, rows, channels, eps, sum, y, mean, rstd);
-}
-
-void add_layer_norm_backward_fast(const float* dy, const float* dsum, const float* sum, const float* weight,
-                                  const float* mean, const float* rstd, int64_t rows, int64_t channels, float* dx,
-                                  float* dweight, float* dbias) {
-  backward_rows(dy, dsum, sum, weight, mean, rstd, rows, channels, dx, dweight, dbias);
+void layer_norm_backward_fast(const LayerNormBackwardArgs<float>& a) {
+  backward_rows(a.dy, a.dsum, a.x, a.weight, a.mean, a.rstd, a.rows, a.channels, a.dx, a.dweight, a.dbias);
 }
 
 }  // namespace tf::kernels

@@ -9,26 +9,14 @@
 #pragma once
 #include <cstdint>
 
+#include "framework/kernels/reference/layer_norm.h"
+
 namespace tf::kernels {
 
-void layer_norm_forward_fast(const float* x, const float* weight, const float* bias, int64_t rows,
-                             int64_t channels, double eps, float* y, float* mean, float* rstd);
+// With a residual, h = x + residual is formed row by row, so h is not read back from memory.
+void layer_norm_forward_fast(const LayerNormForwardArgs<float>& a);
 // dweight / dbias partial sums are kept per thread and added in thread order, so the result is
 // deterministic for a given thread count.
-void layer_norm_backward_fast(const float* dy, const float* x, const float* weight, const float* mean,
-                              const float* rstd, int64_t rows, int64_t channels, float* dx, float* dweight,
-                              float* dbias);
-
-// The pre-LN block's residual add fused with the next norm (ops::add_layer_norm): sum = x + residual,
-// then layer_norm_forward_fast of sum, row by row, so sum is not read back from memory.
-// x, residual, sum, y: (R, C).
-void add_layer_norm_forward_fast(const float* x, const float* residual, const float* weight, const float* bias,
-                                 int64_t rows, int64_t channels, double eps, float* sum, float* y, float* mean,
-                                 float* rstd);
-// dx = dsum + layer_norm_backward_fast's dx for input `sum`: the gradient of both summands. dsum (R, C)
-// is the gradient reaching sum directly (the residual stream), or null.
-void add_layer_norm_backward_fast(const float* dy, const float* dsum, const float* sum, const float* weight,
-                                  const float* mean, const float* rstd, int64_t rows, int64_t channels, float* dx,
-                                  float* dweight, float* dbias);
+void layer_norm_backward_fast(const LayerNormBackwardArgs<float>& a);
 
 }  // namespace tf::kernels

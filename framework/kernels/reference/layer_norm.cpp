@@ -7,29 +7,37 @@
 namespace tf::kernels {
 
 template <class T>
-void layer_norm_forward_reference(const T* x, const T* weight, const T* bias, int64_t rows, int64_t channels,
-                                  double eps, T* y, T* mean, T* rstd) {
+void layer_norm_forward_reference(const LayerNormForwardArgs<T>& a) {
+  const int64_t rows = a.rows, channels = a.channels;
+  const T *weight = a.weight, *bias = a.bias;
   for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * channels;  // (C)
-    T* yr = y + r * channels;        // (C)
+    const T* xr = a.x + r * channels;  // (C)
+    T* yr = a.y + r * channels;        // (C)
+    if (a.residual) {  // h = x + residual, then the norm of h
+      T* hr = a.sum + r * channels;
+      for (int64_t c = 0; c < channels; ++c) hr[c] = xr[c] + a.residual[r * channels + c];
+      xr = hr;
+    }
     T sum = 0;
     for (int64_t c = 0; c < channels; ++c) sum += xr[c];
     const T m = sum / static_cast<T>(channels);
     T sq = 0;
     for (int64_t c = 0; c < channels; ++c) sq += (xr[c] - m) * (xr[c] - m);
-    const T s = T(1) / std::sqrt(sq / static_cast<T>(channels) + static_cast<T>(eps));
+    const T s = T(1) / std::sqrt(sq / static_cast<T>(channels) + static_cast<T>(a.eps));
     for (int64_t c = 0; c < channels; ++c) {
       const T xhat = (xr[c] - m) * s;
       yr[c] = (weight ? xhat * weight[c] : xhat) + (bias ? bias[c] : T(0));
     }
-    mean[r] = m;
-    rstd[r] = s;
+    a.mean[r] = m;
+    a.rstd[r] = s;
   }
 }
 
 template <class T>
-void layer_norm_backward_reference(const T* dy, const T* x, const T* weight, const T* mean, const T* rstd,
-                                   int64_t rows, int64_t channels, T* dx, T* dweight, T* dbias) {
+void layer_norm_backward_reference(const LayerNormBackwardArgs<T>& a) {
+  const int64_t rows = a.rows, channels = a.channels;
+  const T *x = a.x, *dy = a.dy, *weight = a.weight, *mean = a.mean, *rstd = a.rstd;
+  T *dx = a.dx, *dweight = a.dweight, *dbias = a.dbias;
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * channels;    // (C)
     const T* dyr = dy + r * channels;  // (C)
@@ -47,20 +55,16 @@ void layer_norm_backward_reference(const T* dy, const T* x, const T* weight, con
     for (int64_t c = 0; c < channels; ++c) {
       const T xhat = (xr[c] - m) * s;
       const T g = weight ? dyr[c] * weight[c] : dyr[c];
-      if (dx) dx[r * channels + c] = s * (g - mean_g - xhat * mean_gxhat);
+      if (dx) dx[r * channels + c] = s * (g - mean_g - xhat * mean_gxhat) + (a.dsum ? a.dsum[r * channels + c] : T(0));
       if (dweight) dweight[c] += dyr[c] * xhat;
       if (dbias) dbias[c] += dyr[c];
     }
   }
 }
 
-template void layer_norm_forward_reference<float>(const float*, const float*, const float*, int64_t, int64_t,
-                                                  double, float*, float*, float*);
-template void layer_norm_forward_reference<double>(const double*, const double*, const double*, int64_t, int64_t,
-                                                   double, double*, double*, double*);
-template void layer_norm_backward_reference<float>(const float*, const float*, const float*, const float*,
-                                                   const float*, int64_t, int64_t, float*, float*, float*);
-template void layer_norm_backward_reference<double>(const double*, const double*, const double*, const double*,
-                                                    const double*, int64_t, int64_t, double*, double*, double*);
+template void layer_norm_forward_reference<float>(const LayerNormForwardArgs<float>&);
+template void layer_norm_forward_reference<double>(const LayerNormForwardArgs<double>&);
+template void layer_norm_backward_reference<float>(const LayerNormBackwardArgs<float>&);
+template void layer_norm_backward_reference<double>(const LayerNormBackwardArgs<double>&);
 
 }  // namespace tf::kernels

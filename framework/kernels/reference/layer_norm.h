@@ -13,14 +13,42 @@
 
 namespace tf::kernels {
 
-// x, y: (R, C); weight, bias: (C); mean, rstd: (R) outputs, saved for the backward.
+// The arguments of every layer norm kernel, by name. With `residual`, the kernel normalises
+// h = x + residual and writes h to `sum` (the pre-LN block's residual add fused with the next
+// norm, ops::add_layer_norm); its backward then adds `dsum`, h's own gradient, to dx.
 template <class T>
-void layer_norm_forward_reference(const T* x, const T* weight, const T* bias, int64_t rows, int64_t channels,
-                                  double eps, T* y, T* mean, T* rstd);
+struct LayerNormForwardArgs {
+  int64_t rows = 0;            // R, e.g. 2048
+  int64_t channels = 0;        // C, e.g. 128
+  double eps = 1e-5;
+  const T* x = nullptr;        // (R, C)
+  const T* residual = nullptr; // (R, C) or null
+  const T* weight = nullptr;   // (C) or null
+  const T* bias = nullptr;     // (C) or null
+  T* sum = nullptr;            // (R, C) = x + residual; with residual only
+  T* y = nullptr;              // (R, C)
+  T* mean = nullptr;           // (R), saved for the backward
+  T* rstd = nullptr;           // (R), saved for the backward
+};
 
-// dy, x, dx: (R, C); weight, dweight, dbias: (C); mean, rstd: (R) from the forward.
 template <class T>
-void layer_norm_backward_reference(const T* dy, const T* x, const T* weight, const T* mean, const T* rstd,
-                                   int64_t rows, int64_t channels, T* dx, T* dweight, T* dbias);
+struct LayerNormBackwardArgs {
+  int64_t rows = 0;
+  int64_t channels = 0;
+  const T* dy = nullptr;       // (R, C)
+  const T* dsum = nullptr;     // (R, C) gradient reaching h = x + residual directly, or null
+  const T* x = nullptr;        // (R, C) the normalised input (h for add_layer_norm)
+  const T* weight = nullptr;   // (C) or null
+  const T* mean = nullptr;     // (R) from the forward
+  const T* rstd = nullptr;     // (R)
+  T* dx = nullptr;             // (R, C) assigned, or null
+  T* dweight = nullptr;        // (C) accumulated, or null
+  T* dbias = nullptr;          // (C) accumulated, or null
+};
+
+template <class T>
+void layer_norm_forward_reference(const LayerNormForwardArgs<T>& a);
+template <class T>
+void layer_norm_backward_reference(const LayerNormBackwardArgs<T>& a);
 
 }  // namespace tf::kernels
