@@ -2,6 +2,7 @@
 // a single row.
 #include <cblas.h>
 
+#include "framework/kernels/cpu/gemv.h"
 #include "framework/kernels/matmul.h"
 
 namespace tf::kernels {
@@ -28,6 +29,12 @@ void matmul_blas(const MatmulDims& d, const float* a, const float* b, float* c, 
     }
     cblas_sgemm(CblasRowMajor, ta, tb, d.m, d.n, d.k, 1.0f, ab, lda, bb, ldb, beta, cb, d.n);
   }
+}
+
+void matmul_one_row(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias) {
+  // c (n) = W a + bias with W = b (n, k) when trans_b: rows of W are contiguous.
+  if (d.trans_b && !d.accumulate) return gemv_threaded(d.n, d.k, b, a, bias, c);
+  matmul_blas(d, a, b, c, bias);
 }
 
 }  // namespace tf::kernels

@@ -34,12 +34,15 @@ void matmul_blas(const MatmulDims& d, const float* a, const float* b, float* c, 
 // The fast float path the ops use: oneDNN, at least as fast as OpenBLAS at every shape of
 // bench/micro_matmul.cpp (one thread, CPU clock), and 20% faster on attention's batches (one call
 // instead of one per entry; with two threads on a loaded machine, 10x: each BLAS call is a fork-join).
-// One row (m = 1, batch 1: a linear layer decoding one token) goes to OpenBLAS's sgemv instead: the
-// 24 such products of a GPT-2-small-like decoding step (C = 384, 43 MB of weights) took 6.8 ms of
-// CPU per token through oneDNN against 5.9 - 6.3 ms through sgemv at one thread, and at two threads
-// on the loaded machine 50 - 68 ms against 6.7 ms (oneDNN's gemv spins at its barriers).
+// One row (m = 1, batch 1: a linear layer decoding one token) is a matrix-vector product: the 24
+// such products of a GPT-2-small-like decoding step (C = 384, 43 MB of weights) took 6.8 ms of CPU
+// per token through oneDNN against 5.9 - 6.3 ms through sgemv at one thread, and at two threads on
+// the loaded machine 50 - 68 ms against 6.7 ms (oneDNN's gemv spins at its barriers). A linear
+// layer's (x W^T) goes to our own threaded gemv (cpu/gemv.h): OpenBLAS 0.3.21 does not know newer
+// CPUs and falls back to its generic PRESCOTT sgemv on them (perf, Xeon model 207, 2026-12-01).
+void matmul_one_row(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias);
 inline void matmul_fast(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias = nullptr) {
-  if (d.m == 1 && d.batch == 1) return matmul_blas(d, a, b, c, bias);
+  if (d.m == 1 && d.batch == 1) return matmul_one_row(d, a, b, c, bias);
   matmul_onednn(d, a, b, c, bias);
 }
 

@@ -5,6 +5,7 @@
 //
 // m, n, k = rows of C, columns of C, inner dimension.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <string>
@@ -161,6 +162,33 @@ TEST(GemvFast, MatchesReferenceOnOddSizes) {
       if (::testing::Test::HasFailure()) return;
     }
   }
+}
+
+// The threaded gemv behind a single-row linear layer: odd row counts split among the threads
+// (n k >= 16384 forks; smaller runs on one thread), against the reference. Run at 3 threads too, so
+// a split with a ragged last block is exercised whatever the machine's core count.
+TEST(GemvThreaded, MatchesReferenceOnOddSizesAndThreadCounts) {
+  Rng rng(29);
+  const int threads_before = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    for (int64_t n : {1, 3, 17, 63, 130, 1537}) {
+      for (int64_t k : {1, 17, 383}) {
+        MatmulDims d;
+        d.n = n;
+        d.k = k;
+        d.trans_b = true;
+        check_against_reference(
+            d, (n + k) % 2 == 0,
+            [](const MatmulDims& dd, const float* x, const float* w, float* y, const float* bias) {
+              kernels::gemv_threaded(dd.n, dd.k, w, x, bias, y);
+            },
+            "gemv_threaded", rng);
+        if (::testing::Test::HasFailure()) break;
+      }
+    }
+  }
+  omp_set_num_threads(threads_before);
 }
 
 // A block of columns of a wider matrix (ldw > k, starting mid-row): the decoding step's partial

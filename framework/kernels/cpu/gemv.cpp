@@ -1,6 +1,10 @@
 // Single-threaded float32 gemv over a block of rows; see cpu/gemv.h.
 #include "framework/kernels/cpu/gemv.h"
 
+#include <omp.h>
+
+#include <algorithm>
+
 namespace tf::kernels {
 
 namespace {
@@ -37,6 +41,18 @@ void dot_rows(int64_t k, const float* w, int64_t ldw, const float* x, float* sum
 }
 
 }  // namespace
+
+void gemv_threaded(int64_t n, int64_t k, const float* w, const float* x, const float* bias, float* y) {
+  constexpr int64_t kParallelMin = 16 * 1024;  // weights (floats) worth a fork
+#pragma omp parallel if (n * k >= kParallelMin)
+  {
+    const int64_t p = omp_get_num_threads(), t = omp_get_thread_num();
+    // Blocks of whole 16-row groups, so each thread's rows start on their own cache lines of y.
+    const int64_t groups = (n + 15) / 16, begin = std::min(n, groups * t / p * 16),
+                  end = std::min(n, groups * (t + 1) / p * 16);
+    if (end > begin) gemv_fast(end - begin, k, w + begin * k, k, x, bias ? bias + begin : nullptr, y + begin);
+  }
+}
 
 void gemv_fast(int64_t n, int64_t k, const float* w, int64_t ldw, const float* x, const float* bias, float* y) {
   int64_t j = 0;

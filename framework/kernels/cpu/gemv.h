@@ -20,4 +20,9 @@ namespace tf::kernels {
 
 void gemv_fast(int64_t n, int64_t k, const float* w, int64_t ldw, const float* x, const float* bias, float* y);
 
+// y (n) = W x + bias for a whole row-major W (n, k): gemv_fast over blocks of rows, one block per
+// OpenMP thread (one thread below ~64 KB of weights, where a fork costs more than it saves). The
+// single-row linear layer of a decoding step (kernels::matmul_fast with m = 1).
+void gemv_threaded(int64_t n, int64_t k, const float* w, const float* x, const float* bias, float* y);
+
 }  // namespace tf::kernels
