@@ -6,13 +6,13 @@
 // A 4-token prompt is continued by 256 tokens (greedy), so the window of Note [context window]
 // (train/sample.cpp) restarts once near the end: the cached figure includes that one prefill.
 // --layers 2 shrinks the model to 14 MB, which fits in the L3: the step is then bound by compute and
-// per-op overhead rather than DRAM, which is what the fused path changes, and what DRAM traffic
-// from other tenants of a shared machine hides in the 6-layer figures.
-// "step" is the cached decoder alone: logits_cached of one token at positions 4 .. 255, on the
-// fused path (layers/models/gpt_decode.h) and on the op path (UnfusedDecodeGuard), measured in
+// per-op overhead rather than DRAM, which DRAM traffic from other tenants of a shared machine hides
+// in the 6-layer figures.
+// "step" is the cached decoder alone: logits_cached of one token at positions 4 .. 255 (the same
+// layers and ops as training, with each attention reading its layer of the KV cache), measured in
 // alternating rounds with the read bound between them; the table gives medians over the rounds of
 // each round's rates and of its same-round ratios (a slow phase of the machine hits a round's
-// three measurements alike, so the ratios are steadier than the rates).
+// measurements alike, so the ratios are steadier than the rates).
 //
 // Every token reads each weight once: 4 bytes x parameters (the tied embedding as the LM head; one
 // row of the position table), 43 MB here, more than the 32 MB L3 of the machine this was written
@@ -37,7 +37,6 @@
 
 #include "framework/autograd/tape.h"
 #include "layers/models/gpt.h"
-#include "layers/models/gpt_decode.h"
 #include "train/sample.h"
 
 using tf::Tensor;
@@ -163,34 +162,28 @@ int main(int argc, char** argv) {
               (long long)config.d_model, (long long)config.n_layers, (long long)config.n_heads,
               (long long)config.vocab_size, (long long)config.max_seq_len, bytes_per_token / 1e6);
   std::printf("batch 1, a %zu-token prompt continued by %lld tokens (greedy)\n\n", prompt.size(), (long long)tokens);
-  std::printf("medians of %d rounds; step = logits_cached alone, fused path and op path\n", rounds);
-  std::printf("threads |  read: tok/s  GB/s | kv-cache: tok/s  of read  CPU ms | step tok/s: fused      op  fused/op | "
+  std::printf("medians of %d rounds; step = logits_cached alone\n", rounds);
+  std::printf("threads |  read: tok/s  GB/s | kv-cache: tok/s  of read  CPU ms | step: tok/s  of read | "
               "full: tok/s | speedup  same ids\n");
   for (const int n : threads) {
     omp_set_num_threads(n);
     std::vector<int32_t> cached_ids, full_ids;
     cached_ids = generate(model, prompt, tokens, true);  // warm-up: oneDNN primitives of the prefill shapes
-    std::vector<double> read_rates, cached_rates, cached_cpu, fused_rates, op_rates, of_read, fused_over_op;
+    std::vector<double> read_rates, cached_rates, cached_cpu, step_rates, of_read, step_of_read;
     for (int r = 0; r < rounds; ++r) {
       const Rate read = measure(10, [&] { read_weights(weights, 10); });
       const Rate cached = measure(tokens, [&] { cached_ids = generate(model, prompt, tokens, true); });
-      const Rate fused = measure(step_count, [&] { steps(model, static_cast<int64_t>(prompt.size())); });
-      const Rate op = measure(step_count, [&] {
-        const layers::UnfusedDecodeGuard op_path;
-        steps(model, static_cast<int64_t>(prompt.size()));
-      });
+      const Rate step = measure(step_count, [&] { steps(model, static_cast<int64_t>(prompt.size())); });
       read_rates.push_back(read.tokens_per_s);
       cached_rates.push_back(cached.tokens_per_s);
       cached_cpu.push_back(cached.cpu_ms);
-      fused_rates.push_back(fused.tokens_per_s);
-      op_rates.push_back(op.tokens_per_s);
+      step_rates.push_back(step.tokens_per_s);
       of_read.push_back(cached.tokens_per_s / read.tokens_per_s);
-      fused_over_op.push_back(fused.tokens_per_s / op.tokens_per_s);
+      step_of_read.push_back(step.tokens_per_s / read.tokens_per_s);
     }
     const double read = median(read_rates), cached = median(cached_rates);
-    std::printf("%7d | %12.1f %5.1f | %15.1f %7.0f%% %7.2f | %16.1f %7.1f %8.2fx |", n, read, read * bytes_per_token / 1e9,
-                cached, 100 * median(of_read), median(cached_cpu), median(fused_rates), median(op_rates),
-                median(fused_over_op));
+    std::printf("%7d | %12.1f %5.1f | %15.1f %7.0f%% %7.2f | %11.1f %7.0f%% |", n, read, read * bytes_per_token / 1e9,
+                cached, 100 * median(of_read), median(cached_cpu), median(step_rates), 100 * median(step_of_read));
     if (full) {
       const Rate recompute = measure(tokens, [&] { full_ids = generate(model, prompt, tokens, false); });
       std::printf(" %11.1f | %6.1fx  %s\n", recompute.tokens_per_s, cached / recompute.tokens_per_s,

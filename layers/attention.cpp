@@ -2,7 +2,6 @@
 #include "layers/attention.h"
 
 #include "framework/ops/heads.h"
-#include "layers/kv_cache.h"
 
 namespace tf::layers {
 
@@ -31,36 +30,32 @@ MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int
   return out;
 }
 
-Tensor MultiHeadAttention::merge_heads(const Tensor& o) const {
-  // (B, H, T, D) -> (B, T, H D): the heads side by side, then W_O mixes them.
-  const Tensor merged = ops::merge_heads(o);
-  return in_layer("proj", [&] { return proj.forward(merged); });
-}
-
 Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
-                                   int64_t position_offset) const {
-  const Heads h = project_heads(x, position_offset);
-  ops::AttentionOptions attn;
-  attn.causal = options.causal;
-  attn.key_padding = key_padding;
-  if (ctx.training && options.attn_dropout > 0) {
-    attn.dropout = options.attn_dropout;
-    attn.dropout_seed = ctx.next_seed();
+                                   const ops::KvBuffers* cache) const {
+  Tensor out;  // (B, H, T, D)
+  if (cache) {
+    TF_CHECK(options.causal && !key_padding.defined(),
+             "MultiHeadAttention: decoding with a KV cache needs causal attention without padding");
+    TF_CHECK(!ctx.training && !ctx.attention_weights,
+             "MultiHeadAttention: decoding is inference only (no dropout, no attention weights)");
+    const Heads h = project_heads(x, cache->length);
+    out = ops::attention_append(h.queries, h.keys, h.values, *cache);
+  } else {
+    const Heads h = project_heads(x, 0);
+    ops::AttentionOptions attn;
+    attn.causal = options.causal;
+    attn.key_padding = key_padding;
+    if (ctx.training && options.attn_dropout > 0) {
+      attn.dropout = options.attn_dropout;
+      attn.dropout_seed = ctx.next_seed();
+    }
+    Tensor weights;
+    out = ops::attention(h.queries, h.keys, h.values, attn, ctx.attention_weights ? &weights : nullptr);
+    if (ctx.attention_weights) ctx.attention_weights->push_back(weights);
   }
-  Tensor weights;
-  Tensor out = ops::attention(h.queries, h.keys, h.values, attn, ctx.attention_weights ? &weights : nullptr);
-  if (ctx.attention_weights) ctx.attention_weights->push_back(weights);
-  return merge_heads(out);
-}
-
-Tensor MultiHeadAttention::forward_cached(const Tensor& x, KvCache& cache, int64_t layer, const Context& ctx) const {
-  TF_CHECK(options.causal, "MultiHeadAttention::forward_cached: a KV cache needs causal attention");
-  TF_CHECK(!ctx.training && !ctx.attention_weights,
-           "MultiHeadAttention::forward_cached: inference only (no dropout, no attention weights)");
-  TF_CHECK(x.rank() == 3 && x.dim(2) == options.d_model, "MultiHeadAttention::forward_cached: x must be (B, T, ",
-           options.d_model, "), got ", x.describe());
-  const Heads h = project_heads(x, cache.length());
-  return merge_heads(cache.append_and_attend(layer, h.queries, h.keys, h.values));
+  // (B, H, T, D) -> (B, T, H D): the heads side by side, then W_O mixes them.
+  const Tensor merged = ops::merge_heads(out);
+  return in_layer("proj", [&] { return proj.forward(merged); });
 }
 
 void MultiHeadAttention::parameters(ParamList& out, const std::string& prefix) const {

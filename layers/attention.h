@@ -14,12 +14,11 @@
 // so the softmax does not saturate as D grows (Vaswani et al. 2017, footnote 4).
 #pragma once
 #include "framework/ops/attention.h"
+#include "framework/ops/attention_cache.h"
 #include "framework/ops/rope.h"
 #include "layers/linear.h"
 
 namespace tf::layers {
-
-class KvCache;
 
 struct MultiHeadAttention {
   struct Options {
@@ -44,25 +43,23 @@ struct MultiHeadAttention {
   int64_t kv_heads() const { return options.n_kv_heads > 0 ? options.n_kv_heads : options.n_heads; }
 
   // x: (B, T, C); key_padding: (B, T) with 1 for real tokens and 0 for padding, or undefined.
-  // position_offset: position of x's first token (for RoPE with a cache). Returns (B, T, C).
-  Tensor forward(const Tensor& x, const Tensor& key_padding, const Context& ctx, int64_t position_offset = 0) const;
-  // Inference with a KV cache (layers/kv_cache.h): x (B, T, C) holds the positions
-  // cache.length() .. cache.length() + T - 1; their keys and values are appended to the cache's
-  // `layer` and their queries attend to every cached position, causally. Returns (B, T, C), the
-  // rows forward() would give for these positions over the whole context. Causal layers only,
-  // no dropout, no attention weights.
-  Tensor forward_cached(const Tensor& x, KvCache& cache, int64_t layer, const Context& ctx) const;
+  // Returns (B, T, C).
+  // Decoding, with `cache` (a layer's view of layers::KvCache): x holds positions cache->length ..
+  // cache->length + T - 1; their keys and values are appended to the cache and their queries attend
+  // over every cached position (ops::attention_append). The result is the rows a forward over the
+  // whole context would give for these positions. Causal layers, inference only.
+  Tensor forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
+                 const ops::KvBuffers* cache = nullptr) const;
   void parameters(ParamList& out, const std::string& prefix) const;
 
-  // The steps forward() and forward_cached() share. project_heads: x (B, T, C) -> queries
-  // (B, H, T, D), keys and values (B, G, T, D), queries and keys rotated for positions
-  // position_offset .. position_offset + T - 1 when RoPE is on. merge_heads: o (B, H, T, D) ->
-  // (B, T, C), the heads side by side, then W_O.
+
+ private:
+  // x (B, T, C) -> queries (B, H, T, D), keys and values (B, G, T, D), queries and keys rotated for
+  // positions position_offset .. position_offset + T - 1 when RoPE is on.
   struct Heads {
     Tensor queries, keys, values;
   };
   Heads project_heads(const Tensor& x, int64_t position_offset) const;
-  Tensor merge_heads(const Tensor& o) const;
 };
 
 }  // namespace tf::layers

@@ -13,10 +13,10 @@ TransformerBlock::TransformerBlock(const Options& o, Init& init)
       attn(o.attn, init),
       mlp(o.mlp, init) {}
 
-template <class Attend>
-Tensor TransformerBlock::sublayers(const Tensor& x, const Attend& attend, const Context& ctx) const {
+Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
+                                 const ops::KvBuffers* cache) const {
   const double p = options.dropout;
-  auto attention = [&](const Tensor& in) { return in_layer("attn", [&] { return attend(in); }); };
+  auto attention = [&](const Tensor& in) { return in_layer("attn", [&] { return attn.forward(in, key_padding, ctx, cache); }); };
   auto feed_forward = [&](const Tensor& in) { return in_layer("mlp", [&] { return mlp.forward(in); }); };
   auto norm_1 = [&](const Tensor& in) { return in_layer("ln_1", [&] { return ln_1.forward(in); }); };
   auto norm_2 = [&](const Tensor& in) { return in_layer("ln_2", [&] { return ln_2.forward(in); }); };
@@ -31,15 +31,6 @@ Tensor TransformerBlock::sublayers(const Tensor& x, const Attend& attend, const 
   }
   Tensor h = norm_1(ops::add(x, dropout(attention(x), p, ctx)));
   return norm_2(ops::add(h, dropout(feed_forward(h), p, ctx)));
-}
-
-Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
-                                 int64_t position_offset) const {
-  return sublayers(x, [&](const Tensor& h) { return attn.forward(h, key_padding, ctx, position_offset); }, ctx);
-}
-
-Tensor TransformerBlock::forward_cached(const Tensor& x, KvCache& cache, int64_t layer, const Context& ctx) const {
-  return sublayers(x, [&](const Tensor& h) { return attn.forward_cached(h, cache, layer, ctx); }, ctx);
 }
 
 void TransformerBlock::parameters(ParamList& out, const std::string& prefix) const {

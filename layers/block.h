@@ -27,18 +27,12 @@ struct TransformerBlock {
 
   TransformerBlock() = default;
   TransformerBlock(const Options& options, Init& init);
-  Tensor forward(const Tensor& x, const Tensor& key_padding, const Context& ctx, int64_t position_offset = 0) const;
-  // Inference with a KV cache: x (B, T, C) at positions cache.length() .. + T - 1, attention through
-  // MultiHeadAttention::forward_cached on the cache's `layer`; layer norms and the MLP see only
-  // these T rows (they act on each position alone). Returns (B, T, C).
-  Tensor forward_cached(const Tensor& x, KvCache& cache, int64_t layer, const Context& ctx) const;
+  // x (B, T, C) -> (B, T, C). With `cache` (decoding: the layer's view of layers::KvCache), x holds
+  // only the new positions, and attention reads and extends the cache; the norms and the MLP act on
+  // each position alone, so they need no state.
+  Tensor forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
+                 const ops::KvBuffers* cache = nullptr) const;
   void parameters(ParamList& out, const std::string& prefix) const;
-
-  // The residual wiring above around an attention sublayer `attend` (B, T, C) -> (B, T, C), shared
-  // by forward and forward_cached. A template, not a std::function: the lambdas capture more than
-  // std::function holds without a heap allocation, and a warm step should make none.
-  template <class Attend>
-  Tensor sublayers(const Tensor& x, const Attend& attend, const Context& ctx) const;
 };
 
 }  // namespace tf::layers

@@ -6,7 +6,6 @@
 #include "framework/autograd/tape.h"
 #include "framework/ops/cross_entropy.h"
 #include "framework/ops/matmul.h"
-#include "layers/models/gpt_decode.h"
 
 namespace tf::layers {
 
@@ -31,10 +30,14 @@ Tensor Gpt::head(const Tensor& h) const {
   return in_layer("lm_head", [&] { return lm_head.forward(h); });  // (B, T, V)
 }
 
-Tensor Gpt::hidden(const Tensor& ids, const Context& ctx, int64_t position_offset) const {
-  Tensor x = embed(ids, ctx, position_offset);  // (B, T, C)
-  for (size_t i = 0; i < blocks.size(); ++i)
-    x = in_layer("blocks", [&] { return blocks[i].forward(x, Tensor(), ctx, position_offset); }, static_cast<int64_t>(i));
+Tensor Gpt::hidden(const Tensor& ids, const Context& ctx, KvCache* cache) const {
+  Tensor x = embed(ids, ctx, cache ? cache->length() : 0);  // (B, T, C)
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const ops::KvBuffers layer_cache = cache ? cache->layer(static_cast<int64_t>(i)) : ops::KvBuffers{};
+    x = in_layer("blocks", [&] { return blocks[i].forward(x, Tensor(), ctx, cache ? &layer_cache : nullptr); },
+                 static_cast<int64_t>(i));
+  }
+  if (cache) cache->advance(ids.dim(1));
   return in_layer("ln_f", [&] { return ln_f.forward(x); });
 }
 
@@ -70,19 +73,11 @@ Tensor Gpt::logits_cached(const Tensor& new_ids, KvCache& cache, const Context& 
            dtype_name(o.dtype), ") does not fit this model and batch (", config_.n_layers, " layers, batch ",
            new_ids.dim(0), ", head_dim ", config_.head_dim(), ", ", dtype_name(token_embedding.weight.dtype()),
            "); build it with make_cache()");
-  const int64_t T = new_ids.dim(1), offset = cache.length();
+  const int64_t T = new_ids.dim(1), offset = cache.length();  // positions offset .. offset + T - 1
   TF_CHECK_INPUT(offset + T <= std::min(cache.capacity(), config_.max_seq_len), "Gpt::logits_cached: ", offset,
                  " cached positions plus ", T, " new exceed max_seq_len ", config_.max_seq_len,
                  " (clear() the cache and continue from a shorter context)");
-  Tensor x = embed(new_ids, ctx, offset);  // (B, T, C)
-  if (fused_decode_applies(*this, cache, x)) {  // one token, batch 1: Note [fused decoding step]
-    Tensor logits = decode_step_fused(*this, x, cache);
-    cache.advance(T);
-    return logits;  // (1, 1, V)
-  }
-  for (size_t i = 0; i < blocks.size(); ++i) x = blocks[i].forward_cached(x, cache, static_cast<int64_t>(i), ctx);
-  cache.advance(T);
-  return head(ln_f.forward(x));  // (B, T, V)
+  return head(hidden(new_ids, ctx, &cache));  // (B, T, V)
 }
 
 ParamList Gpt::parameters() const {

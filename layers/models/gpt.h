@@ -26,8 +26,10 @@ class Gpt : public LanguageModel {
   Tensor loss(const Tensor& ids, const Tensor& targets, const Tensor& key_padding, const Context& ctx) const override;
   ParamList parameters() const override;
 
-  // The final hidden states (B, T, C) after ln_f, for positions offset .. offset + T - 1.
-  Tensor hidden(const Tensor& ids, const Context& ctx, int64_t position_offset = 0) const;
+  // The final hidden states (B, T, C) after ln_f. With a cache (decoding), ids are the positions
+  // cache->length() .. + T - 1, every block reads and extends its layer of the cache, and the cache
+  // advances by T: the same layers, the same code, as training.
+  Tensor hidden(const Tensor& ids, const Context& ctx, KvCache* cache = nullptr) const;
 
   // An empty cache sized for this model: every layer, max_seq_len positions, the parameters' dtype.
   KvCache make_cache(int64_t batch = 1) const;

@@ -147,7 +147,9 @@ double relative_score(const MultiHeadAttention& layer, const Tensor& a, const Te
   std::vector<Tensor> weights;
   Context ctx;
   ctx.attention_weights = &weights;
-  layer.forward(x, Tensor(), ctx, offset);
+  MultiHeadAttention shifted = layer;  // the same weights, the sequence at positions offset ..
+  shifted.options.rope_options.position_offset += offset;
+  shifted.forward(x, Tensor(), ctx);
   const Tensor& P = weights.at(0);  // (1, 1, T, T): one head
   return std::log(P.at(i * T + j)) - std::log(P.at(i * T + i));
 }

@@ -15,7 +15,7 @@
 #include "framework/autograd/tape.h"
 #include "framework/kernels/onednn.h"
 #include "framework/storage_pool.h"
-#include "layers/models/gpt_decode.h"
+#include "framework/kernels/cpu/attention_step.h"
 #include "model_fixtures.h"
 #include "support/compare.h"
 
@@ -131,13 +131,12 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            CacheCase{PositionEncoding::rope, 4, 1},      // multi-query
                                            CacheCase{PositionEncoding::sinusoidal, 4, 2}));
 
-// The fused decoding step (layers/models/gpt_decode.h) against the op path (UnfusedDecodeGuard)
-// step by step, on the variants the fused step handles itself: post-LN blocks, no biases, an
-// untied LM head, erf GELU, grouped-query attention, a d_ff whose thread slices are not whole
-// 16-float blocks, and 1 to 3 threads (3 > G: a thread with no key/value group, and with no
-// hidden units). Float32 rounding as in Float32LogitsMatchTheFullForwardToRounding: the fused
-// step adds each output projection as per-thread partial sums, in another order than one gemv.
-TEST(FusedDecodeStep, MatchesTheOpPathOnEveryVariant) {
+// Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
+// untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20; token by token after a
+// 3-token prefill, at 1 to 3 threads (3 > G: a thread with no key/value head in the step's parallel
+// region). Against the full forward's rows, to float32 rounding as in
+// Float32LogitsMatchTheFullForwardToRounding.
+TEST(DecodeStep, EveryBlockVariantMatchesTheFullForwardAtAnyThreadCount) {
   struct Variant {
     const char* name;
     bool pre_norm, bias, tie;
@@ -166,32 +165,10 @@ TEST(FusedDecodeStep, MatchesTheOpPathOnEveryVariant) {
     const Tensor ids = random_ids({1, 12}, 11, 7);
     for (int threads = 1; threads <= 3; ++threads) {
       omp_set_num_threads(threads);
-      const NoGradGuard no_grad;
-      const Context eval;
-      KvCache fused = model.make_cache(), op = model.make_cache();
-      const Tensor prompt = id_columns(ids, 0, 3);
-      ASSERT_FALSE(fused_decode_applies(model, fused, Tensor::zeros({1, 3, c.d_model})));  // a prefill is not a step
-      model.logits_cached(prompt, fused, eval);
-      {
-        const UnfusedDecodeGuard op_path;
-        model.logits_cached(prompt, op, eval);
-      }
-      for (int64_t t = 3; t < 12; ++t) {
-        const Tensor next = id_columns(ids, t, t + 1);
-        ASSERT_TRUE(fused_decode_applies(model, fused, Tensor::zeros({1, 1, c.d_model})));
-        const Tensor a = model.logits_cached(next, fused, eval);
-        Tensor b;
-        {
-          const UnfusedDecodeGuard op_path;
-          b = model.logits_cached(next, op, eval);
-        }
-        EXPECT_TRUE(all_close(a, b, 0, 2e-5)) << v.name << ", " << threads << " threads, position " << t;
-      }
-      // The keys and values it wrote into the cache are the op path's too.
-      for (int64_t l = 0; l < c.n_layers; ++l) {
-        EXPECT_TRUE(all_close(fused.keys(l), op.keys(l), 0, 2e-5)) << v.name << ", layer " << l;
-        EXPECT_TRUE(all_close(fused.values(l), op.values(l), 0, 2e-5)) << v.name << ", layer " << l;
-      }
+      const auto results = run_chunks(model, ids, {3, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+      for (size_t i = 0; i < results.size(); ++i)
+        EXPECT_TRUE(all_close(results[i].cached, results[i].full, 0, 2e-5))
+            << v.name << ", " << threads << " threads, chunk " << i;
     }
   }
   omp_set_num_threads(saved_threads);
@@ -217,8 +194,10 @@ TEST(AttentionStepFast, MatchesTheReferenceKernelOnOddSizes) {
           const kernels::AttentionMask mask{.causal = true};
           const Tensor q = random_normal({heads, q_len, D}, 1).to(DType::f32);
           const Tensor k = random_normal({kv_len, D}, 2).to(DType::f32), v = random_normal({kv_len, D}, 3).to(DType::f32);
-          Tensor out = Tensor::empty({heads, q_len, D}, DType::f32);
-          attention_step_fast(d, mask, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>());
+          Tensor out = Tensor::empty({heads, q_len, D}, DType::f32), out_lse = Tensor::empty({heads, q_len}, DType::f32);
+          kernels::attention_step_fast({.dims = d, .mask = mask, .queries = q.data<float>(), .keys = k.data<float>(),
+                                        .values = v.data<float>(), .out = out.data<float>(),
+                                        .lse = out_lse.data<float>()});
           const Tensor q64 = q.to(DType::f64), k64 = k.to(DType::f64), v64 = v.to(DType::f64);
           Tensor want = Tensor::empty({heads, q_len, D}, DType::f64), lse = Tensor::empty({heads, q_len}, DType::f64);
           kernels::attention_forward_reference<double>({.dims = d, .mask = mask, .queries = q64.data<double>(),
@@ -226,6 +205,7 @@ TEST(AttentionStepFast, MatchesTheReferenceKernelOnOddSizes) {
                                                         .out = want.data<double>(), .lse = lse.data<double>()});
           EXPECT_TRUE(all_close(out.to(DType::f64), want, 1e-5, 1e-5))
               << "heads " << heads << " T_q " << q_len << " T_k " << kv_len << " D " << D;
+          EXPECT_TRUE(all_close(out_lse.to(DType::f64), lse, 1e-5, 1e-5)) << "lse, T_k " << kv_len << " D " << D;
         }
 }
 

@@ -130,12 +130,14 @@ TEST(LayerGradcheck, MultiHeadAttention) {
 
 TEST(LayerGradcheck, MultiHeadAttentionRopeWithPositionOffset) {
   Init init = f64_init(1);
-  const MultiHeadAttention layer(attention_options(2, 0, true, true), init);
+  MultiHeadAttention::Options options = attention_options(2, 0, true, true);
+  options.rope_options.position_offset = 7;
+  const MultiHeadAttention layer(options, init);
   ParamList params;
   layer.parameters(params, "");
   perturb(params, 2);
   expect_gradients("MultiHeadAttention (rope, offset 7)",
-                   [&](const auto& in) { return layer.forward(in[0], Tensor(), Context{}, 7); },
+                   [&](const auto& in) { return layer.forward(in[0], Tensor(), Context{}); },
                    with_input(input({1, 4, 8}, 3), params));
 }
 

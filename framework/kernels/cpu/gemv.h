@@ -1,13 +1,11 @@
 // Single-threaded float32 matrix-vector product over a block of rows (and optionally columns) of a
-// row-major matrix: the building block of a decoding step, where each thread takes its own block.
+// row-major matrix: the building block of a decoding step's linear layers (gemv_threaded below).
 //
 //   y (n) = W x + bias,  W: n rows of k floats, row j at w + j * ldw (ldw >= k)
 //
-// ldw > k selects a block of columns of a wider matrix: a thread's share of an output projection
-// whose inputs (its attention heads, its slice of the MLP's hidden units) it computed itself, so
-// the threads' partial products are summed after one barrier instead of gathering the inputs
-// first (layers/models/gpt_decode.cpp). The reference is kernels::matmul_reference with m = 1 and
-// trans_b (y = x W^T + bias); tests/framework/gemv_test.cpp holds this kernel to it on odd sizes.
+// ldw > k selects a block of columns of a wider matrix (a thread's share of a product whose inputs
+// it computed itself). The reference is kernels::matmul_reference with m = 1 and trans_b
+// (y = x W^T + bias); tests/framework/matmul_kernel_test.cpp holds this kernel to it on odd sizes.
 //
 // Why not OpenBLAS's sgemv on each thread's block: called inside our parallel region it would still
 // consult its own threading, and this loop is as fast at one thread: 0.8 - 1.1x sgemv's speed on a
