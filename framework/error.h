@@ -8,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tf {
 
@@ -23,6 +25,15 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// Bad input that belongs to named settings (recipe keys such as "model.n_heads"), as data rather
+// than as words in the message: a recipe reader points at the line of the first key its file set.
+class ConfigError : public InputError {
+ public:
+  ConfigError(std::vector<std::string> keys, const std::string& message)
+      : InputError(message), keys(std::move(keys)) {}
+  std::vector<std::string> keys;  // the settings that decide the error, the one to point at first
+};
+
 template <class... Parts>
 std::string concat(const Parts&... parts) {
   std::ostringstream out;
@@ -35,6 +46,12 @@ std::string concat(const Parts&... parts) {
 #define TF_CHECK(cond, ...)                                   \
   do {                                                        \
     if (!(cond)) throw ::tf::Error(::tf::concat(__VA_ARGS__)); \
+  } while (0)
+
+// keys: a braced list of setting names, e.g. TF_CHECK_CONFIG(n > 0, ({"model.n_heads"}), "...").
+#define TF_CHECK_CONFIG(cond, keys, ...)                                                      \
+  do {                                                                                        \
+    if (!(cond)) throw ::tf::ConfigError(std::vector<std::string> keys, ::tf::concat(__VA_ARGS__)); \
   } while (0)
 
 #define TF_CHECK_INPUT(cond, ...)                                  \

@@ -29,6 +29,13 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   return Tensor(std::move(impl));
 }
 
+Tensor Tensor::shape_only(const Shape& shape, DType dtype) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   Tensor t = empty(shape, dtype);
   std::memset(t.raw_data(), 0, t.nbytes());

@@ -91,6 +91,10 @@ class Tensor {
                             DType dtype = DType::f32);
   static Tensor scalar(double value, DType dtype = DType::f32) { return full({}, value, dtype); }
   static Tensor from_ids(const std::vector<int32_t>& ids, const Shape& shape);  // i32 token ids
+  // A shape and dtype without storage: a model built of these (layers::Init::shapes_only) lists its
+  // parameters' names, shapes and count without allocating them. Reading its data throws.
+  static Tensor shape_only(const Shape& shape, DType dtype = DType::f32);
+  bool has_storage() const { return impl().storage != nullptr; }
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().shape; }
@@ -103,9 +107,9 @@ class Tensor {
   template <class T>
   T* data() const {
     TF_CHECK(dtype() == dtype_of<T>(), "tensor ", describe(), " accessed as ", dtype_name(dtype_of<T>()));
-    return reinterpret_cast<T*>(impl().storage->data) + impl().offset;
+    return reinterpret_cast<T*>(storage().data) + impl().offset;
   }
-  void* raw_data() const { return impl().storage->data + impl().offset * dtype_size(dtype()); }
+  void* raw_data() const { return storage().data + impl().offset * dtype_size(dtype()); }
   double item() const;                  // the single element of a one-element tensor
   double at(int64_t flat_index) const;  // any element, as double (slow; for tests and printing)
   std::vector<double> to_vector() const;
@@ -134,6 +138,10 @@ class Tensor {
     return *impl_;
   }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  Storage& storage() const {
+    TF_CHECK(impl().storage, "tensor ", describe(), " has a shape only, no values (Tensor::shape_only)");
+    return *impl().storage;
+  }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
 
  private:

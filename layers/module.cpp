@@ -36,9 +36,15 @@ std::string summarize(const ParamList& params) {
   return out.str();
 }
 
-Tensor Init::normal(const Shape& shape, double std) { return randn(shape, rng, std, dtype).set_requires_grad(); }
-Tensor Init::zeros(const Shape& shape) { return Tensor::zeros(shape, dtype).set_requires_grad(); }
-Tensor Init::ones(const Shape& shape) { return Tensor::full(shape, 1.0, dtype).set_requires_grad(); }
+Tensor Init::normal(const Shape& shape, double std) {
+  return (shapes_only ? Tensor::shape_only(shape, dtype) : randn(shape, rng, std, dtype)).set_requires_grad();
+}
+Tensor Init::zeros(const Shape& shape) {
+  return (shapes_only ? Tensor::shape_only(shape, dtype) : Tensor::zeros(shape, dtype)).set_requires_grad();
+}
+Tensor Init::ones(const Shape& shape) {
+  return (shapes_only ? Tensor::shape_only(shape, dtype) : Tensor::full(shape, 1.0, dtype)).set_requires_grad();
+}
 
 uint64_t Context::next_seed() const {
   TF_CHECK(rng, "dropout in training mode needs a random generator in the forward context");

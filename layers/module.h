@@ -41,9 +41,12 @@ int64_t count_parameters(const ParamList& params);
 std::string summarize(const ParamList& params);
 
 // Initialisation source: a seeded generator and the dtype to build in (f32 to train, f64 to check).
+// shapes_only builds every parameter as Tensor::shape_only: the model's parameters() then give
+// names, shapes and counts from the config alone, allocating nothing (plans, size checks).
 struct Init {
   Rng rng;
   DType dtype = DType::f32;
+  bool shapes_only = false;
   // normal(0, std), zeros, ones, as parameters that require grad.
   Tensor normal(const Shape& shape, double std);
   Tensor zeros(const Shape& shape);

@@ -34,7 +34,9 @@ Tensor sinusoidal_table(int64_t max_len, int64_t dim, DType dtype) {
 
 AbsolutePosition::AbsolutePosition(const Options& o, Init& init) : options(o) {
   if (o.kind == PositionEncoding::learned) learned = Embedding({o.max_seq_len, o.dim}, init);
-  if (o.kind == PositionEncoding::sinusoidal) sinusoid = sinusoidal_table(o.max_seq_len, o.dim, init.dtype);
+  if (o.kind == PositionEncoding::sinusoidal)  // a fixed table, not a parameter
+    sinusoid = init.shapes_only ? Tensor::shape_only({o.max_seq_len, o.dim}, init.dtype)
+                                : sinusoidal_table(o.max_seq_len, o.dim, init.dtype);
 }
 
 Tensor AbsolutePosition::add_to(const Tensor& x, int64_t offset) const {

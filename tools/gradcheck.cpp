@@ -108,7 +108,7 @@ int check_model(const ModelCheckOptions& o) {
   std::printf("%s: d_model %lld, n_layers %lld, n_heads %lld, n_kv_heads %lld, d_ff %lld, vocab %lld, position %s, "
               "%s; batch %lld x %lld, %s loss%s; %lld parameters moved by normal(0, %g)\n",
               bert ? "bert" : "gpt", (long long)c.d_model, (long long)c.n_layers, (long long)c.n_heads,
-              (long long)(c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads), (long long)(c.d_ff > 0 ? c.d_ff : 4 * c.d_model),
+              (long long)c.kv_heads(), (long long)c.ff_width(),
               (long long)c.vocab_size, layers::position_encoding_name(c.position), c.pre_norm ? "pre-LN" : "post-LN",
               (long long)o.batch, (long long)o.seq_len, bert ? "masked-LM (padding, ignored targets)" : "causal LM",
               training ? ", dropout masks fixed by seed" : "", (long long)layers::count_parameters(params), o.perturb);

@@ -66,14 +66,12 @@ void check_format(const H5Reader& in, const fs::path& file) {
 
 // The checkpoint's own recipe is untrusted input too: a damaged or forged one can describe a model
 // of terabytes, which build_run would try to allocate. Every parameter is stored uncompressed (f32),
-// so the file must be at least as large as a lower bound on the model's parameters, counted from
-// the weight matrices every model has: the token embedding (V, C), the learned positions (T, C),
-// and per block the query and output projections (C, C) each and the MLP's (C, F) and (F, C).
+// so the file must hold at least 4 bytes per parameter of the model the recipe describes, counted
+// from that model's own parameter list, built with shapes only (nothing allocated).
 void check_model_fits_file(const Recipe& recipe, int64_t vocab_size, const fs::path& file) {
-  const layers::ModelConfig& m = recipe.model;
-  const double c = static_cast<double>(m.d_model), f = m.d_ff > 0 ? static_cast<double>(m.d_ff) : 4 * c;
-  double at_least = static_cast<double>(vocab_size) * c + m.n_layers * (2 * c * c + 2 * c * f);
-  if (m.position == layers::PositionEncoding::learned) at_least += static_cast<double>(m.max_seq_len) * c;
+  layers::ModelConfig m = recipe.model;
+  m.vocab_size = vocab_size;
+  const double at_least = static_cast<double>(layers::count_parameters(layers::parameter_shapes(m)));
   std::error_code ec;
   const auto file_size = static_cast<double>(fs::file_size(file, ec));
   TF_CHECK_INPUT(!ec && 4 * at_least <= file_size, file.string(), ": the checkpoint's recipe describes a model of at least ",

@@ -3,17 +3,20 @@
 
 #include <cstdio>
 
+#include "layers/models/model.h"
+
 namespace tf::train {
 
-RunPlan plan_run(const Recipe& r, const layers::ParamList& params) {
+RunPlan plan_run(const Recipe& r) {
   RunPlan p;
+  const layers::ParamList params = layers::parameter_shapes(r.model);
   for (const auto& param : params) {
     p.parameters += param.tensor.numel();
     if (param.kind != layers::ParamKind::embedding) p.non_embedding_parameters += param.tensor.numel();
   }
   const auto& m = r.model;
   const double L = m.n_layers, d = m.d_model, T = r.data.seq_len, B = r.train.batch_size, V = m.vocab_size;
-  const double F = m.d_ff > 0 ? m.d_ff : 4 * d;
+  const double F = m.ff_width();
   // Forward + backward: 2 FLOPs per multiply-add, backward twice the forward; attention's two
   // T x T products add 12 L d T per token. The LM head is counted: it is a real matmul even when tied.
   p.flops_per_token = 6.0 * (p.non_embedding_parameters + V * d) + 12.0 * L * d * T;

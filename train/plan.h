@@ -17,6 +17,7 @@ struct RunPlan {
   std::string to_string() const;
 };
 
-RunPlan plan_run(const Recipe& recipe, const layers::ParamList& params);
+// From the recipe alone (layers::parameter_shapes): nothing of the model is allocated.
+RunPlan plan_run(const Recipe& recipe);
 
 }  // namespace tf::train

@@ -110,8 +110,8 @@ class Binder {
     if (!where_.count("sample.tokens") && m.arch == layers::Architecture::bert) recipe_.sample.tokens = 0;
     try {
       m.validate();
-    } catch (const InputError& e) {
-      fail(location_of_first_key_in(e.what()), e.what());
+    } catch (const ConfigError& e) {
+      fail(location_of_first_set(e.keys), e.what());
     }
     const auto& r = recipe_;
     check(r.data.seq_len <= m.max_seq_len, "data.seq_len",
@@ -152,16 +152,12 @@ class Binder {
     fail(it != where_.end() ? it->second : source_, message);
   }
 
-  // For messages from ModelConfig::validate, which name keys but know no lines: the location of
-  // the first key the message mentions that the recipe set, else the file.
-  std::string location_of_first_key_in(const std::string& message) const {
-    size_t best = std::string::npos;
-    std::string at = source_;
-    for (const auto& [key, where] : where_) {
-      const size_t pos = message.find(key);
-      if (pos < best) best = pos, at = where;
-    }
-    return at;
+  // For errors from ModelConfig::validate, which name keys but know no lines: the location of the
+  // first of the error's keys that the recipe set, else the file.
+  std::string location_of_first_set(const std::vector<std::string>& keys) const {
+    for (const std::string& key : keys)
+      if (auto it = where_.find(key); it != where_.end()) return it->second;
+    return source_;
   }
 
   void set(const std::string& key, const YAML::Node& value, const std::string& at) {

@@ -115,7 +115,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
       resume_from ? data::Tokenizer::from_string(checkpoint_tokenizer(*resume_from))
                   : train_tokenizer(recipe.data, corpus.train, recipe.model.arch);
   Run run = build_run(recipe, std::move(tokenizer));
-  const RunPlan plan = plan_run(run.recipe, run.params);
+  const RunPlan plan = plan_run(run.recipe);
   if (options.dry_run) {
     out << run.recipe.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
         << "openmp waiting        " << describe_wait_policy() << "\n"

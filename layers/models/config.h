@@ -34,7 +34,10 @@ struct ModelConfig {
   int64_t n_segments = 0;      // BERT token-type (segment) embeddings; 0 = none
   double init_std = 0.02;
 
+  // The defaults that depend on other fields, resolved here and only here; layers are given these.
   int64_t head_dim() const { return d_model / n_heads; }
+  int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }  // n_kv_heads, 0 = n_heads
+  int64_t ff_width() const { return d_ff > 0 ? d_ff : 4 * d_model; }          // d_ff, 0 = 4 d_model
   // The block options this config implies; causal for GPT. GPT-2's scaled init of the residual
   // projections: std = init_std / sqrt(2 n_layers) (Radford et al. 2019, section 2.3).
   TransformerBlock::Options block_options() const;

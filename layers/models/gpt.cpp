@@ -54,7 +54,7 @@ KvCache Gpt::make_cache(int64_t batch) const {
   KvCache::Options o;
   o.n_layers = config_.n_layers;
   o.batch = batch;
-  o.kv_heads = config_.n_kv_heads > 0 ? config_.n_kv_heads : config_.n_heads;
+  o.kv_heads = config_.kv_heads();
   o.capacity = config_.max_seq_len;
   o.head_dim = config_.head_dim();
   o.dtype = token_embedding.weight.dtype();

@@ -11,4 +11,9 @@ std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, Init& init
   return std::make_unique<Gpt>(config, init);
 }
 
+ParamList parameter_shapes(const ModelConfig& config, DType dtype) {
+  Init init{Rng(0), dtype, /*shapes_only=*/true};
+  return build_model(config, init)->parameters();
+}
+
 }  // namespace tf::layers

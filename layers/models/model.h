@@ -24,4 +24,9 @@ class LanguageModel {
 
 std::unique_ptr<LanguageModel> build_model(const ModelConfig& config, Init& init);
 
+// The parameters a model of this config has (names, shapes, kinds), from the model's own
+// parameters() built with Init::shapes_only: nothing allocated, so a config of any size can be
+// planned or checked before it is built. The tensors have shapes only.
+ParamList parameter_shapes(const ModelConfig& config, DType dtype = DType::f32);
+
 }  // namespace tf::layers

@@ -1,11 +1,13 @@
 // Whole-model invariants, in float64: GPT is causal (bit for bit), BERT ignores what sits in padded
 // positions, only position encodings break permutation symmetry, and attention weights on request
-// change nothing.
+// change nothing. And what a config states: its parameters listed without building the model, its
+// errors naming their keys as data.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "framework/autograd/tape.h"
+#include "layers/models/model.h"
 #include "model_fixtures.h"
 #include "support/compare.h"
 
@@ -145,6 +147,66 @@ TEST(BertLoss, NoTargetGivesZeroLossAndZeroGradients) {
 
 INSTANTIATE_TEST_SUITE_P(Positions, PerPosition, ::testing::ValuesIn(kAllPositions),
                          [](const auto& info) { return std::string(position_encoding_name(info.param)); });
+
+}  // namespace
+}  // namespace tf::layers
+
+namespace tf::layers {
+namespace {
+
+// parameter_shapes lists what the built model lists (names, shapes, kinds, order), for both
+// architectures, every position encoding, grouped-query heads, untied heads and a set d_ff, and
+// allocates nothing: no tensor has storage, and a config whose weights would take 100 GiB is
+// listed as quickly.
+TEST(ParameterShapes, MatchTheBuiltModelWithoutAllocatingAnything) {
+  for (Architecture arch : {Architecture::gpt, Architecture::bert})
+    for (PositionEncoding position : {PositionEncoding::none, PositionEncoding::sinusoidal, PositionEncoding::learned,
+                                      PositionEncoding::rope}) {
+      ModelConfig c = tiny_config(arch, position);
+      c.n_heads = 4;
+      c.n_kv_heads = arch == Architecture::gpt ? 2 : 0;
+      c.d_ff = 12;
+      c.tie_embeddings = arch == Architecture::bert;
+      c.n_segments = arch == Architecture::bert ? 2 : 0;
+      Init init{Rng(1), DType::f32};
+      const ParamList built = build_model(c, init)->parameters();
+      const ParamList shapes = parameter_shapes(c);
+      ASSERT_EQ(shapes.size(), built.size()) << position_encoding_name(position);
+      for (size_t i = 0; i < built.size(); ++i) {
+        EXPECT_EQ(shapes[i].name, built[i].name);
+        EXPECT_EQ(shapes[i].tensor.shape(), built[i].tensor.shape()) << built[i].name;
+        EXPECT_EQ(shapes[i].kind, built[i].kind) << built[i].name;
+        EXPECT_FALSE(shapes[i].tensor.has_storage()) << built[i].name;
+      }
+    }
+  ModelConfig huge = tiny_config(Architecture::gpt, PositionEncoding::learned);
+  huge.d_model = 16384;
+  huge.n_heads = 128;
+  huge.n_layers = 8;  // 8 x 12 x 16384^2 weights: ~26G parameters, 100 GiB in float32
+  EXPECT_GT(count_parameters(parameter_shapes(huge)), int64_t{25} * 1000 * 1000 * 1000);
+  EXPECT_THROW(parameter_shapes(huge).front().tensor.data<float>(), Error);  // a shape, no values
+}
+
+// A config error carries the keys that decide it, the one to point at first: the recipe reader
+// finds their lines from these, not from the message's words.
+TEST(ModelConfigErrors, CarryTheirKeysAsData) {
+  ModelConfig c = tiny_config(Architecture::gpt, PositionEncoding::learned);
+  c.n_heads = 3;  // 8 is not divisible by 3
+  try {
+    c.validate();
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.keys, (std::vector<std::string>{"model.d_model", "model.n_heads"})) << e.what();
+  }
+  c = tiny_config(Architecture::gpt, PositionEncoding::learned);
+  c.dropout = 1.5;
+  try {
+    c.validate();
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.keys, std::vector<std::string>{"model.dropout"}) << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace tf::layers
