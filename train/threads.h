@@ -15,11 +15,12 @@ namespace tf::train {
 int configure_threads(int64_t requested);
 
 // The spin count before a waiting OpenMP thread sleeps that the program uses unless the user set
-// OMP_WAIT_POLICY or GOMP_SPINCOUNT: Note [OpenMP wait policy] in threads.cpp.
-inline constexpr const char* kDefaultSpinCount = "1000";
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT, by command (argv[1]): "10000" for sample, "1000" otherwise.
+// Note [OpenMP wait policy] in threads.cpp.
+const char* default_spin_count(const char* command);
 
-// Unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, sets GOMP_SPINCOUNT=kDefaultSpinCount and
-// re-executes the program (/proc/self/exe) with the same arguments: libgomp reads the variable
+// Unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, sets GOMP_SPINCOUNT=default_spin_count(argv[1])
+// and re-executes the program (/proc/self/exe) with the same arguments: libgomp reads the variable
 // only when it loads. Returns (doing nothing) when either is set or the re-execution fails.
 void apply_default_wait_policy(char** argv);
 

@@ -76,10 +76,7 @@ Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor&
     };
     if constexpr (std::is_same_v<Scalar, float>) {
       if (kernels::use_fast<Scalar>() && T == 1) {
-        // A fork and join costs more than it saves below ~2^18 multiply-adds (config B: 6 heads of
-        // 64 over 683 keys); a short context stays on the calling thread.
-        const bool parallel = B * G > 1 && B * H * d.kv_len * D >= (int64_t{1} << 18);
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static) if (B * G > 1)
         for (int64_t pair = 0; pair < B * G; ++pair) kernels::attention_step_fast(pair_args(pair, nullptr));
         return;
       }
