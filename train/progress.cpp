@@ -20,6 +20,15 @@ std::string clock(double seconds) {
     std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
   return buf;
 }
+
+// A word the shell reads back as `s`: single quotes unless it is plainly safe.
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:+,@") == std::string::npos;
+  if (plain) return s;
+  std::string quoted = "'";
+  for (const char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
 }  // namespace
 
 Progress::Progress(std::ostream& out, int64_t total_steps, bool terminal)
@@ -81,20 +90,6 @@ void Progress::finish() {
   line_open_ = false;
 }
 
-}  // namespace tf::train
-
-namespace tf::train {
-
-namespace {
-// A word the shell reads back as `s`: single quotes unless it is plainly safe.
-std::string shell_word(const std::string& s) {
-  const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:+,@") == std::string::npos;
-  if (plain) return s;
-  std::string quoted = "'";
-  for (const char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-}  // namespace
 
 void print_run_report(std::ostream& out, const RunReport& r) {
   char line[256];
