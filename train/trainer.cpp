@@ -114,15 +114,19 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   std::unique_ptr<data::Tokenizer> tokenizer =
       resume_from ? data::Tokenizer::from_string(checkpoint_tokenizer(*resume_from))
                   : train_tokenizer(recipe.data, corpus.train, recipe.model.arch);
-  Run run = build_run(recipe, std::move(tokenizer));
-  const RunPlan plan = plan_run(run.recipe);
+  // The plan comes from the recipe alone (the model's parameter shapes, nothing allocated), so a
+  // dry run of a model too large for the machine prints its estimate instead of failing to build it.
+  Recipe planned = recipe;
+  planned.model.vocab_size = tokenizer->vocab_size();
+  const RunPlan plan = plan_run(planned);
   if (options.dry_run) {
-    out << run.recipe.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
+    out << planned.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
         << "openmp waiting        " << describe_wait_policy() << "\n"
-        << "vocabulary            " << run.recipe.model.vocab_size << " (" << run.recipe.data.tokenizer << ")\n"
+        << "vocabulary            " << planned.model.vocab_size << " (" << planned.data.tokenizer << ")\n"
         << "data                  " << corpus.description << "\n";
     return {};
   }
+  Run run = build_run(recipe, std::move(tokenizer));
   const std::vector<int32_t> train_ids = tokenize(run, corpus.train);
   Batches batches(run.recipe, *run.tokenizer, train_ids, static_cast<uint64_t>(recipe.train.seed));
   if (resume_from) batches.restore(load_checkpoint_into(run, *resume_from));

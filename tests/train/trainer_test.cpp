@@ -231,6 +231,19 @@ TEST_F(Trainer, DryRunTrainsNothingAndWritesNothing) {
   EXPECT_FALSE(fs::exists(tmp_ / "run"));
 }
 
+// The plan comes from the recipe alone: a model of ~100G parameters (400 GB in float32) is planned,
+// not built (building it would throw bad_alloc or exhaust the machine).
+TEST_F(Trainer, DryRunOfAModelFarTooLargeForTheMachinePrintsItsPlan) {
+  std::vector<std::string> a = args({"train.steps=5", "model.d_model=65536", "model.n_heads=1"});
+  a.push_back("--dry-run");
+  ASSERT_EQ(tf::testing::run_tapeformer(a, tmp_ / "out.txt", tmp_ / "err.txt"), 0) << read_file(tmp_ / "err.txt");
+  const std::string out = read_file(tmp_ / "out.txt");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(parameters +(\d+))"))) << out;
+  EXPECT_GT(std::stod(m[1]), 1e11) << out;
+  EXPECT_FALSE(fs::exists(tmp_ / "run"));
+}
+
 TEST_F(Trainer, KeepLeavesOnlyTheNewestCheckpoints) {
   train(recipe({"train.steps=6", "checkpoint.interval=1", "checkpoint.keep=2", "eval.interval=0"}), quiet_);
   std::vector<std::string> files;
