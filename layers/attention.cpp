@@ -39,12 +39,13 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
     TF_CHECK(!ctx.training && !ctx.attention_weights,
              "MultiHeadAttention: decoding is inference only (no dropout, no attention weights)");
     const Heads h = project_heads(x, cache->length);
-    out = ops::attention_append(h.queries, h.keys, h.values, *cache);
+    out = ops::attention_append(h.queries, h.keys, h.values, *cache, options.variant);
   } else {
     const Heads h = project_heads(x, 0);
     ops::AttentionOptions attn;
     attn.causal = options.causal;
     attn.key_padding = key_padding;
+    attn.variant = options.variant;
     if (ctx.training && options.attn_dropout > 0) {
       attn.dropout = options.attn_dropout;
       attn.dropout_seed = ctx.next_seed();

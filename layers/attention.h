@@ -29,6 +29,7 @@ struct MultiHeadAttention {
     bool bias = true;
     bool rope = false;        // rotate queries and keys (Su et al. 2021)
     ops::RopeOptions rope_options;
+    kernels::AttentionVariant variant = {};  // sliding window, ALiBi (Note [attention variants])
     double attn_dropout = 0;  // on the attention probabilities
     double init_std = 0.02;
     double proj_init_std = 0.02;  // GPT-2's scaled init of the residual projection

@@ -10,14 +10,17 @@
 namespace tf::layers {
 
 const char* position_encoding_name(PositionEncoding p) {
-  static const char* names[] = {"none", "sinusoidal", "learned", "rope"};
+  static const char* names[] = {"none", "sinusoidal", "learned", "rope", "alibi"};
   return names[static_cast<int>(p)];
 }
 
 PositionEncoding parse_position_encoding(const std::string& name) {
-  for (auto p : {PositionEncoding::none, PositionEncoding::sinusoidal, PositionEncoding::learned, PositionEncoding::rope})
+  std::string expected;
+  for (auto p : kPositionEncodings) {
     if (name == position_encoding_name(p)) return p;
-  throw InputError("unknown position encoding '" + name + "' (expected none, sinusoidal, learned or rope)");
+    expected += (expected.empty() ? "" : ", ") + std::string(position_encoding_name(p));
+  }
+  throw InputError("unknown position encoding '" + name + "' (expected one of " + expected + ")");
 }
 
 Tensor sinusoidal_table(int64_t max_len, int64_t dim, DType dtype) {

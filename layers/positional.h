@@ -7,6 +7,8 @@
 //   learned     a trained table of max_seq_len rows added to the token embeddings (GPT-2, BERT)
 //   rope        nothing is added; queries and keys are rotated inside attention (Su et al. 2021),
 //               see framework/ops/rope.h for the pairing of dimensions
+//   alibi       nothing is added; each head's scores get a linear penalty on the query-key distance
+//               (Press et al. 2022), Note [attention variants] in framework/kernels/reference/attention.h
 #pragma once
 #include <string>
 
@@ -15,7 +17,10 @@
 
 namespace tf::layers {
 
-enum class PositionEncoding { none, sinusoidal, learned, rope };
+enum class PositionEncoding { none, sinusoidal, learned, rope, alibi };
+inline constexpr PositionEncoding kPositionEncodings[] = {PositionEncoding::none, PositionEncoding::sinusoidal,
+                                                          PositionEncoding::learned, PositionEncoding::rope,
+                                                          PositionEncoding::alibi};
 const char* position_encoding_name(PositionEncoding p);
 PositionEncoding parse_position_encoding(const std::string& name);  // throws InputError
 

@@ -93,6 +93,12 @@ std::vector<std::pair<std::string, T>> same_names(std::initializer_list<const ch
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+std::vector<std::pair<std::string, PositionEncoding>> position_encodings() {
+  std::vector<std::pair<std::string, PositionEncoding>> named;
+  for (PositionEncoding p : layers::kPositionEncodings) named.emplace_back(layers::position_encoding_name(p), p);
+  return named;
+}
+
 #define REF(expr) [](Recipe& r) -> auto& { return r.expr; }
 
 std::vector<Field> make_fields() {
@@ -105,11 +111,8 @@ std::vector<Field> make_fields() {
       integer("model.n_heads", "attention heads; d_model must be divisible by it", REF(model.n_heads), 1, 1024),
       integer("model.n_kv_heads", "key/value heads (grouped-query attention); 0 means n_heads", REF(model.n_kv_heads), 0, 1024),
       integer("model.d_ff", "feed-forward hidden width; 0 means 4 * d_model", REF(model.d_ff), 0, 1 << 20),
-      choice("model.position", "position encoding", REF(model.position),
-             std::vector<std::pair<std::string, PositionEncoding>>{{"none", PositionEncoding::none},
-                                                                   {"sinusoidal", PositionEncoding::sinusoidal},
-                                                                   {"learned", PositionEncoding::learned},
-                                                                   {"rope", PositionEncoding::rope}}),
+      choice("model.position", "position encoding (docs/models.md)", REF(model.position), position_encodings()),
+      integer("model.attention_window", "sliding-window attention: a query sees the last attention_window positions (and as many ahead when not causal); 0 = all", REF(model.attention.window), 0, 1 << 20),
       number("model.rope_theta", "RoPE base: pair i turns at pos * theta^(-2i/head_dim)", REF(model.rope_theta), 1.0, kInf, true),
       boolean("model.causal", "causal attention mask; defaults from arch (gpt: true, bert: false), which it must match", REF(model.causal)),
       boolean("model.pre_norm", "layer norm before each sublayer (GPT-2) instead of after the residual sum; defaults from arch (gpt: true, bert: false)", REF(model.pre_norm)),

@@ -72,8 +72,8 @@ std::vector<uint8_t> key_keep_bytes(const Tensor& key_padding, const AttentionDi
   return keep;
 }
 
-AttentionMask make_mask(bool causal, const std::vector<uint8_t>& key_keep) {
-  return {causal, key_keep.empty() ? nullptr : key_keep.data()};
+AttentionMask make_mask(bool causal, const std::vector<uint8_t>& key_keep, const kernels::AttentionVariant& variant) {
+  return {.causal = causal, .key_keep = key_keep.empty() ? nullptr : key_keep.data(), .variant = variant};
 }
 
 struct AttentionNode : Node {
@@ -83,10 +83,11 @@ struct AttentionNode : Node {
   AttentionDims dims;
   bool causal = false;
   std::vector<uint8_t> key_keep;  // (B, T_k) or empty
+  kernels::AttentionVariant variant;
   const char* op_name() const override { return "attention"; }
   void backward() override {
     const Tensor dout = outputs[0].grad();
-    const AttentionMask mask = make_mask(causal, key_keep);
+    const AttentionMask mask = make_mask(causal, key_keep, variant);
     Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
            dv = Tensor::empty(v.shape(), v.dtype());
     dispatch(q.dtype(), [&](auto zero) {
@@ -114,7 +115,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                  Tensor* weights_out) {
   const AttentionDims d = attention_dims(q, k, v, options);
   std::vector<uint8_t> key_keep = key_keep_bytes(options.key_padding, d);
-  const AttentionMask mask = make_mask(options.causal, key_keep);
+  const AttentionMask mask = make_mask(options.causal, key_keep, options.variant);
 
   Tensor out = Tensor::empty({d.batch, d.heads, d.q_len, d.value_dim}, q.dtype());  // (B, H, T_q, D_v)
   Tensor lse = Tensor::empty({d.batch, d.heads, d.q_len}, q.dtype());              // (B, H, T_q)
@@ -144,6 +145,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     node->log_sum_exp = lse;
     node->dims = d;
     node->causal = options.causal;
+    node->variant = options.variant;
     node->key_keep = std::move(key_keep);
     record(std::move(node), {out});
   }

@@ -17,10 +17,12 @@
 // call: lse, 32 KB, where a tape of matmul + softmax + matmul would keep P, 4 MB (T times more).
 // The math and the kernels are in
 // kernels/reference/attention.h (reference, float and double) and kernels/cpu/attention.h (fast).
-// Masks: see Note [attention masks] in kernels/reference/attention.h.
+// Masks and variants: see Notes [attention masks] and [attention variants] in
+// kernels/reference/attention.h.
 #pragma once
 #include <cstdint>
 
+#include "framework/kernels/reference/attention.h"
 #include "framework/tensor.h"
 
 namespace tf::ops {
@@ -31,6 +33,7 @@ struct AttentionOptions {
   double scale = 0;           // 0 means 1 / sqrt(D)  (Vaswani et al. 2017, eq. 1)
   double dropout = 0;         // on the attention probabilities, in [0, 1); a layer passes 0 in eval
   uint64_t dropout_seed = 0;  // counter-based: element index e of P -> tf::uniform_at(seed, e)
+  kernels::AttentionVariant variant = {};  // sliding window, ALiBi: Note [attention variants]
 };
 
 // q (B, H, T_q, D), k (B, H_kv, T_k, D) and v (B, H_kv, T_k, D_v) with H % H_kv == 0 (H_kv < H is

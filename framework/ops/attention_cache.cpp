@@ -28,7 +28,8 @@ void write_rows(const Tensor& dst, const Tensor& src, int64_t position) {
 
 }  // namespace
 
-Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor& values, const KvBuffers& cache) {
+Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor& values, const KvBuffers& cache,
+                        const kernels::AttentionVariant& variant) {
   // Nothing here is recorded (the cache's writes are not ops), so a gradient would be silently wrong.
   TF_CHECK(!grad_enabled(), "attention_append is for inference: call it under a NoGradGuard");
   const Tensor& cache_k = cache.keys;
@@ -62,15 +63,17 @@ Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor&
   d.head_dim = D;
   d.value_dim = D;
   d.scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const kernels::AttentionMask mask{.causal = true};
+  const kernels::AttentionMask mask{.causal = true, .variant = variant, .model_heads = H};
   Tensor out = Tensor::empty({B, H, T, D}, queries.dtype());  // (B, H, T, D)
   dispatch(queries.dtype(), [&](auto zero) {
     using Scalar = decltype(zero);
     auto pair_args = [&](int64_t pair, Scalar* lse) {  // pair = b G + g
       const int64_t b = pair / G, g = pair % G;
       const int64_t q_offset = (b * H + g * d.heads) * T * D, kv_offset = pair * L * D;
+      kernels::AttentionMask group_mask = mask;
+      group_mask.first_head = g * d.heads;  // the call sees query heads g H / G .. (g + 1) H / G - 1
       return kernels::AttentionForwardArgs<Scalar>{
-          .dims = d, .mask = mask, .queries = queries.data<Scalar>() + q_offset,
+          .dims = d, .mask = group_mask, .queries = queries.data<Scalar>() + q_offset,
           .keys = cache_k.data<Scalar>() + kv_offset, .values = cache.values.data<Scalar>() + kv_offset,
           .out = out.data<Scalar>() + q_offset, .lse = lse};
     };

@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 
+#include "framework/kernels/reference/attention.h"
 #include "framework/tensor.h"
 
 namespace tf::ops {
@@ -31,6 +32,8 @@ struct KvBuffers {
 // One new token (T = 1, every step of sampling) runs the (batch entry, key/value head) pairs on
 // kernels/cpu/attention_step.h, in one parallel region when the context is long; a longer chunk (a
 // prefill) runs each pair on the threaded attention kernel. Throws tf::Error under grad mode, or when the cache is full.
-Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor& values, const KvBuffers& cache);
+// `variant` is the layer's attention variant (Note [attention variants] in kernels/reference/attention.h).
+Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor& values, const KvBuffers& cache,
+                        const kernels::AttentionVariant& variant = {});
 
 }  // namespace tf::ops

@@ -52,6 +52,16 @@ void add_attention_cases(std::vector<OpCase>& cases) {
   add_case(cases, "attention (dropout 0.3, seed 7)", {2, 2, 2, 5, 5, 3, 3},
            {.causal = true, .dropout = 0.3, .dropout_seed = 7});
   add_case(cases, "attention (D_v=5 != D=3)", {1, 2, 1, 3, 5, 3, 5}, {});
+
+  // Variants (Note [attention variants]): a sliding window, causal and both ways; ALiBi with a head
+  // count that is not a power of two, both ways with padding, and over a cached prefix.
+  add_case(cases, "attention (window 2, causal)", {1, 2, 2, 5, 5, 3, 3}, {.causal = true, .variant = {.window = 2}});
+  add_case(cases, "attention (window 2, bidirectional)", {1, 2, 1, 5, 5, 3, 3}, {.variant = {.window = 2}});
+  add_case(cases, "attention (ALiBi, H=3, causal)", {1, 3, 3, 4, 4, 2, 2}, {.causal = true, .variant = {.alibi = true}});
+  add_case(cases, "attention (ALiBi, bidirectional + padding)", {2, 2, 2, 5, 5, 3, 3},
+           {.key_padding = padding, .variant = {.alibi = true}});
+  add_case(cases, "attention (ALiBi + window 3, T_q=2 < T_k=5)", {1, 4, 2, 2, 5, 3, 3},
+           {.causal = true, .variant = {.window = 3, .alibi = true}});
 }
 
 }  // namespace tf::ops

@@ -15,6 +15,8 @@ TransformerBlock::Options ModelConfig::block_options() const {
   b.attn.bias = bias;
   b.attn.rope = position == PositionEncoding::rope;
   b.attn.rope_options.theta = rope_theta;
+  b.attn.variant = attention;
+  b.attn.variant.alibi = position == PositionEncoding::alibi;
   b.attn.attn_dropout = attn_dropout;
   b.attn.init_std = init_std;
   b.attn.proj_init_std = residual_std;
@@ -43,6 +45,8 @@ void ModelConfig::validate() const {
   TF_CHECK_CONFIG(position != PositionEncoding::rope || head_dim() % 2 == 0,
                   ({"model.position", "model.d_model", "model.n_heads"}),
                   "model.position rope needs an even head_dim, got d_model / n_heads = ", head_dim());
+  TF_CHECK_CONFIG(attention.window >= 0, ({"model.attention_window"}),
+                  "model.attention_window must be >= 0 (0 means no window), got ", attention.window);
   TF_CHECK_CONFIG(dropout >= 0 && dropout < 1, ({"model.dropout"}), "model.dropout must be in [0, 1), got ", dropout);
   TF_CHECK_CONFIG(attn_dropout >= 0 && attn_dropout < 1, ({"model.attn_dropout"}),
                   "model.attn_dropout must be in [0, 1), got ", attn_dropout);

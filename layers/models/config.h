@@ -23,6 +23,9 @@ struct ModelConfig {
   int64_t d_ff = 0;            // 0: 4 * d_model
   PositionEncoding position = PositionEncoding::learned;
   double rope_theta = 10000.0;
+  // Attention beyond its shapes, one value from recipe to kernel (Note [attention variants] in
+  // framework/kernels/reference/attention.h). alibi follows `position` (block_options sets it).
+  kernels::AttentionVariant attention;
   bool causal = true;          // GPT: true; BERT: false (a recipe derives both from arch)
   bool pre_norm = true;        // GPT-2 style; BERT uses post-norm
   double dropout = 0.0;        // embeddings and sublayer outputs

@@ -29,6 +29,7 @@ struct Case {
   bool causal;
   Padding padding;
   double dropout = 0;
+  AttentionVariant variant = {};
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
@@ -38,8 +39,9 @@ struct Problem {
   AttentionDims d;
   std::vector<uint8_t> keep;  // (B, T_k) or empty
   std::vector<float> q, k, v, dout;
-  AttentionMask mask() const { return {causal, keep.empty() ? nullptr : keep.data()}; }
+  AttentionMask mask() const { return {causal, keep.empty() ? nullptr : keep.data(), variant}; }
   bool causal = false;
+  AttentionVariant variant;
 };
 
 std::vector<float> normal(int64_t n, Rng& rng) {
@@ -58,6 +60,7 @@ Problem make_problem(const Case& c, uint64_t seed) {
   p.d.dropout = c.dropout;
   p.d.dropout_seed = 77;
   p.causal = c.causal;
+  p.variant = c.variant;
   if (c.padding == Padding::mixed) {
     p.keep.assign(c.batch * c.kv_len, 1);
     for (int64_t j = c.kv_len - c.kv_len / 3; j < c.kv_len; ++j) p.keep[j] = 0;
@@ -202,6 +205,15 @@ std::vector<Case> odd_cases() {
       {"Dv5_D33", 2, 6, 2, 130, 130, 33, 5, false, Padding::none},
       {"dropout_causal_padded", 3, 6, 2, 130, 130, 8, 8, true, Padding::mixed, 0.3},
       {"dropout_Tq17_Tk130", 2, 6, 3, 17, 130, 33, 5, true, Padding::none, 0.5},
+      // Variants (Note [attention variants]): windows narrower and wider than a block (so whole key
+      // blocks are skipped on both sides of the band), both ways; ALiBi on 6 heads (not a power of two).
+      {"window5_causal_padded", 3, 6, 2, 130, 130, 8, 8, true, Padding::mixed, 0, {.window = 5}},
+      {"window70_causal", 2, 6, 2, 130, 130, 8, 8, true, Padding::none, 0, {.window = 70}},
+      {"window9_bidirectional", 2, 6, 3, 130, 130, 33, 33, false, Padding::none, 0, {.window = 9}},
+      {"window7_Tq17_Tk130", 2, 6, 2, 17, 130, 8, 8, true, Padding::none, 0, {.window = 7}},
+      {"alibi_causal_padded", 3, 6, 2, 130, 130, 8, 8, true, Padding::mixed, 0, {.alibi = true}},
+      {"alibi_bidirectional_dropout", 2, 6, 6, 63, 63, 8, 8, false, Padding::none, 0.3, {.alibi = true}},
+      {"alibi_window33_Tq17_Tk130", 2, 6, 1, 17, 130, 33, 33, true, Padding::mixed, 0, {.window = 33, .alibi = true}},
   };
   cases.insert(cases.end(), more.begin(), more.end());
   return cases;

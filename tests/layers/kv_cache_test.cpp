@@ -25,12 +25,14 @@ namespace {
 using namespace testing;
 using tf::testing::all_close;
 
-// A GPT of the tiny test size but with room for 12 positions, kv_heads key/value heads (0: all).
-ModelConfig cached_config(PositionEncoding position, int64_t n_heads, int64_t kv_heads) {
+// A GPT of the tiny test size but with room for 12 positions, kv_heads key/value heads (0: all),
+// and a sliding window of `window` positions (0: none).
+ModelConfig cached_config(PositionEncoding position, int64_t n_heads, int64_t kv_heads, int64_t window = 0) {
   ModelConfig c = tiny_config(Architecture::gpt, position);
   c.max_seq_len = 12;
   c.n_heads = n_heads;
   c.n_kv_heads = kv_heads;
+  c.attention.window = window;
   return c;
 }
 
@@ -75,14 +77,18 @@ std::vector<ChunkResult> run_chunks(const Gpt& model, const Tensor& ids, const s
 struct CacheCase {
   PositionEncoding position;
   int64_t heads, kv_heads;
+  int64_t window = 0;
 };
 void PrintTo(const CacheCase& c, std::ostream* out) {
   *out << position_encoding_name(c.position) << " H=" << c.heads << " G=" << (c.kv_heads ? c.kv_heads : c.heads);
+  if (c.window) *out << " window=" << c.window;
 }
 
 class CachedGpt : public ::testing::TestWithParam<CacheCase> {
  protected:
-  ModelConfig config() const { return cached_config(GetParam().position, GetParam().heads, GetParam().kv_heads); }
+  ModelConfig config() const {
+    return cached_config(GetParam().position, GetParam().heads, GetParam().kv_heads, GetParam().window);
+  }
 };
 
 // float64 runs the reference kernels, which compute every output row by the same loops in the
@@ -129,7 +135,14 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            CacheCase{PositionEncoding::rope, 2, 0},
                                            CacheCase{PositionEncoding::learned, 4, 2},   // grouped-query
                                            CacheCase{PositionEncoding::rope, 4, 1},      // multi-query
-                                           CacheCase{PositionEncoding::sinusoidal, 4, 2}));
+                                           CacheCase{PositionEncoding::sinusoidal, 4, 2},
+                                           // ALiBi: each query head's slope follows it into its
+                                           // key/value group's decoding call
+                                           CacheCase{PositionEncoding::alibi, 4, 2},
+                                           // a window shorter than the sequence: decoding drops
+                                           // the keys that slide out of it
+                                           CacheCase{PositionEncoding::learned, 2, 0, 3},
+                                           CacheCase{PositionEncoding::alibi, 4, 1, 5}));
 
 // Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
 // untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20; token by token after a

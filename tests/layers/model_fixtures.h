@@ -109,6 +109,7 @@ inline Tensor padding_2x5() {
 inline const char* arch_name(Architecture a) { return a == Architecture::gpt ? "gpt" : "bert"; }
 
 constexpr PositionEncoding kAllPositions[] = {PositionEncoding::none, PositionEncoding::sinusoidal,
-                                              PositionEncoding::learned, PositionEncoding::rope};
+                                              PositionEncoding::learned, PositionEncoding::rope,
+                                              PositionEncoding::alibi};
 
 }  // namespace tf::layers::testing

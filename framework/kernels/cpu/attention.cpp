@@ -41,22 +41,26 @@ void head_matmul(const AttentionDims& d, int64_t m, int64_t n, int64_t k, bool t
   matmul_fast(md, a, b, c);
 }
 
-// Row r of (B, H, T_q) belongs to batch entry r / (H T_q) and query position r % T_q.
+// Row r of (B, H, T_q) belongs to batch entry r / (H T_q), head (r / T_q) % H and query position r % T_q.
 struct Row {
-  int64_t b, i;
+  int64_t b, h, i;
 };
-inline Row row_of(const AttentionDims& d, int64_t r) { return {r / (d.heads * d.q_len), r % d.q_len}; }
+inline Row row_of(const AttentionDims& d, int64_t r) {
+  return {r / (d.heads * d.q_len), (r / d.q_len) % d.heads, r % d.q_len};
+}
 
 // Keeps the OpenMP fork out of tiny problems (decoding one token, unit tests).
 bool parallel_worth_it(const AttentionDims& d) { return d.batch * d.heads * d.q_len * d.kv_len > 4096; }
 
-// Scales raw scores q.k of query row (b, i) and sets masked ones to -inf (Note [attention masks]):
-// first the position run [key_begin, key_end), then the per-key padding. Returns the row's max.
-float mask_and_scale_row(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t i, float* s) {
-  const int64_t begin = mask.key_begin(d, i), end = mask.key_end(d, i);
+// Scales raw scores q.k of query row (b, h, i), adds the variant's score bias and sets masked ones to
+// -inf (Notes [attention masks] and [attention variants]): first the position run
+// [key_begin, key_end), then the per-key padding. Returns the row's max.
+float mask_and_scale_row(const AttentionDims& d, const AttentionMask& mask, const Row& row, float* s) {
+  const int64_t begin = mask.key_begin(d, row.i), end = mask.key_end(d, row.i), b = row.b;
   const float scale = static_cast<float>(d.scale);
   for (int64_t j = 0; j < begin; ++j) s[j] = kNegInf;
   for (int64_t j = begin; j < end; ++j) s[j] = scale * s[j];
+  if (end > begin) mask.add_score_bias(d, row.h, row.i, begin, end - begin, s + begin);
   for (int64_t j = end > begin ? end : begin; j < d.kv_len; ++j) s[j] = kNegInf;
   if (mask.key_keep) {
     const uint8_t* keep = mask.key_keep + b * d.kv_len;
@@ -87,7 +91,7 @@ void attention_forward_fast(const AttentionForwardArgs<float>& a) {
   for (int64_t r = 0; r < rows; ++r) {
     const Row row = row_of(d, r);
     float* s = p + r * d.kv_len;  // (T_k)
-    const float max = mask_and_scale_row(d, mask, row.b, row.i, s);
+    const float max = mask_and_scale_row(d, mask, row, s);
     if (max == kNegInf) {  // no visible key: Note [attention masks]
       for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
       lse[r] = kNegInf;
@@ -124,7 +128,7 @@ void attention_backward_fast(const AttentionBackwardArgs<float>& a) {
     if (lse[r] == kNegInf) {      // no visible key: P = 0
       for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
     } else {
-      mask_and_scale_row(d, mask, row.b, row.i, s);
+      mask_and_scale_row(d, mask, row, s);
       exp_shifted(s, lse[r], d.kv_len, s);
     }
     if (d.dropout > 0) {

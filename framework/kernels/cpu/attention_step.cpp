@@ -29,15 +29,16 @@ void attention_step_fast(const AttentionForwardArgs<float>& a) {
       if (a.lse) a.lse[r] = -std::numeric_limits<float>::infinity();
       continue;
     }
-    float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = begin; j < end; ++j) {
       const float* kj = a.keys + j * D;
       float dot = 0;
 #pragma omp simd reduction(+ : dot)
       for (int64_t c = 0; c < D; ++c) dot += qi[c] * kj[c];
       s[j] = scale * dot;
-      max = s[j] > max ? s[j] : max;
     }
+    mask.add_score_bias(d, r / d.q_len, i, begin, end - begin, s + begin);  // Note [attention variants]
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = begin; j < end; ++j) max = s[j] > max ? s[j] : max;
     float sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = begin; j < end; ++j) {

@@ -134,10 +134,11 @@ bool any_key_kept(const AttentionDims& d, const AttentionMask& mask, int64_t b, 
   return false;
 }
 
-// s (nr, Bc) holds raw q.k of rows i0.. and keys j0..j0 + nc: scale the visible ones, set the rest
-// (outside row i's run, padding, columns past the block's last key) to -inf (Note [attention masks]).
-void mask_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t i0, int64_t nr, int64_t j0,
-                 int64_t nc, float* s) {
+// s (nr, Bc) holds raw q.k of rows i0.. of head h and keys j0..j0 + nc: scale the visible ones and
+// add the variant's score bias to them, set the rest (outside row i's run, padding, columns past the
+// block's last key) to -inf (Notes [attention masks] and [attention variants]).
+void mask_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t h, int64_t i0, int64_t nr,
+                 int64_t j0, int64_t nc, float* s) {
   const float scale = static_cast<float>(d.scale);
   const uint8_t* keep = mask.key_keep ? mask.key_keep + b * d.kv_len + j0 : nullptr;  // (nc)
   for (int64_t ii = 0; ii < nr; ++ii) {
@@ -147,6 +148,7 @@ void mask_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, i
     for (int64_t jj = 0; jj < begin; ++jj) row[jj] = kNegInf;
 #pragma omp simd
     for (int64_t jj = begin; jj < end; ++jj) row[jj] *= scale;
+    mask.add_score_bias(d, h, i0 + ii, j0 + begin, end - begin, row + begin);
     for (int64_t jj = end; jj < kBlockK; ++jj) row[jj] = kNegInf;
     if (keep)
       for (int64_t jj = begin; jj < end; ++jj) row[jj] = keep[jj] ? row[jj] : kNegInf;
@@ -202,11 +204,11 @@ struct ForwardScratch {
 
 // The score block S = scale Q K^T of rows i0.. against keys j0.., masked: the first steps of both
 // the forward and the probabilities sweep.
-void score_block(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t i0, int64_t nr,
+void score_block(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t h, int64_t i0, int64_t nr,
                  const float* q_rows, const float* k_head, int64_t j0, int64_t nc, float* kt, float* s) {
   transpose_block(k_head + j0 * d.head_dim, nc, d.head_dim, kt);
   block_product<false>(nr, kBlockK, d.head_dim, q_rows, d.head_dim, 1, kt, kBlockK, s, kBlockK);
-  mask_scores(d, mask, b, i0, nr, j0, nc, s);
+  mask_scores(d, mask, b, h, i0, nr, j0, nc, s);
 }
 
 void forward_query_block(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
@@ -227,7 +229,7 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
   for (int64_t j0 = run.lo / kBlockK * kBlockK; j0 < run.hi; j0 += kBlockK) {
     const int64_t nc = std::min(kBlockK, d.kv_len - j0);
     if (!any_key_kept(d, mask, b, j0, j0 + nc)) continue;
-    score_block(d, mask, b, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
+    score_block(d, mask, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
     // Online softmax (Algorithm 1's running m and l): m_new = max(m, rowmax S), P = exp(S - m_new),
     // l = exp(m - m_new) l + rowsum P, and the accumulator is rescaled by the same exp(m - m_new).
     for (int64_t ii = 0; ii < nr; ++ii) {
@@ -269,7 +271,7 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
   for (int64_t j0 = run.lo / kBlockK * kBlockK; j0 < run.hi; j0 += kBlockK) {
     const int64_t nc = std::min(kBlockK, d.kv_len - j0);
     if (!any_key_kept(d, mask, b, j0, j0 + nc)) continue;
-    score_block(d, mask, b, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
+    score_block(d, mask, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
     for (int64_t ii = 0; ii < nr; ++ii)
       if (lse[row0 + ii] != kNegInf) exp_shifted(w.s + ii * kBlockK, lse[row0 + ii], nc, probs + (row0 + ii) * d.kv_len + j0);
   }
@@ -356,7 +358,7 @@ void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const
         const float* dout_rows = a.dout + row0 * d.value_dim;  // (nr, D_v)
         // P = exp(S - lse), recomputed from the saved lse; rows with lse = -inf see nothing.
         block_product<false>(nr, kBlockK, d.head_dim, q_rows, d.head_dim, 1, w.kt, kBlockK, w.p, kBlockK);
-        mask_scores(d, mask, b, i0, nr, j0, nc, w.p);
+        mask_scores(d, mask, b, h, i0, nr, j0, nc, w.p);
         for (int64_t ii = 0; ii < nr; ++ii) {
           float* p = w.p + ii * kBlockK;  // (Bc)
           const float l = a.lse[row0 + ii];
@@ -498,7 +500,8 @@ bool flash_attention_preferred(const AttentionDims& d, const AttentionMask& mask
   const int64_t workspace = d.batch * d.heads * d.q_len * d.kv_len * static_cast<int64_t>(sizeof(float));
   if (workspace >= (int64_t{64} << 20)) return true;  // memory first: S alone would take >= 64 MiB
   if (d.q_len < 16) return false;
-  return mask.causal || d.head_dim <= 64;
+  // A sliding window leaves a band of the score matrix: flash skips the blocks outside it.
+  return mask.causal || mask.variant.window > 0 || d.head_dim <= 64;
 }
 
 }  // namespace tf::kernels

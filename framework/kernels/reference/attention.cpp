@@ -15,6 +15,13 @@ double attention_dropout_factor(const AttentionDims& d, uint64_t e) {
   return uniform_at(d.dropout_seed, e) < d.dropout ? 0.0 : 1.0 / (1.0 - d.dropout);
 }
 
+double alibi_slope(int64_t h, int64_t heads) {
+  int64_t n = 1;  // the largest power of two <= heads
+  while (2 * n <= heads) n *= 2;
+  if (h < n) return std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(n));
+  return std::exp2(-4.0 * static_cast<double>(2 * (h - n) + 1) / static_cast<double>(n));
+}
+
 namespace {
 
 // The pointers to one (b, h) head of every tensor.
@@ -31,9 +38,10 @@ HeadView<T> head_view(const AttentionDims& d, int64_t b, int64_t h, const T* q, 
   return {q + row0 * d.head_dim, k + kv * d.kv_len * d.head_dim, v + kv * d.kv_len * d.value_dim, row0};
 }
 
-// Scores of query i against every key, scaled; -inf where masked. Returns the row's max.
+// Scores of query i of head h against every key, scaled and biased (Note [attention variants]);
+// -inf where masked. Returns the row's max.
 template <class T>
-T masked_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t i, const T* qi,
+T masked_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t h, int64_t i, const T* qi,
                 const T* k, T* s /* (T_k) */) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
   T max = neg_inf;
@@ -44,6 +52,7 @@ T masked_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, in
     T dot = 0;
     for (int64_t c = 0; c < d.head_dim; ++c) dot += qi[c] * k[j * d.head_dim + c];
     s[j] = static_cast<T>(d.scale) * dot;
+    mask.add_score_bias(d, h, i, j, 1, &s[j]);
     if (s[j] > max) max = s[j];
   }
   return max;
@@ -63,7 +72,7 @@ void attention_forward_reference(const AttentionForwardArgs<T>& a) {
       const HeadView<T> hv = head_view(d, b, h, q, k, v);
       for (int64_t i = 0; i < d.q_len; ++i) {
         const int64_t row = hv.row0 + i;
-        const T max = masked_scores(d, mask, b, i, hv.q + i * d.head_dim, hv.k, s.data());
+        const T max = masked_scores(d, mask, b, h, i, hv.q + i * d.head_dim, hv.k, s.data());
         T* oi = out + row * d.value_dim;  // (D_v)
         for (int64_t c = 0; c < d.value_dim; ++c) oi[c] = 0;
         if (max == -std::numeric_limits<T>::infinity()) {  // no visible key: Note [attention masks]
@@ -111,7 +120,7 @@ void attention_backward_reference(const AttentionBackwardArgs<T>& a) {
         const T* qi = hv.q + i * d.head_dim;     // (D)
         const T* oi = out + row * d.value_dim;   // (D_v)
         const T* doi = dout + row * d.value_dim; // (D_v)
-        masked_scores(d, mask, b, i, qi, hv.k, s.data());
+        masked_scores(d, mask, b, h, i, qi, hv.k, s.data());
         T delta = 0;  // rowsum(dO * O)
         for (int64_t c = 0; c < d.value_dim; ++c) delta += doi[c] * oi[c];
         for (int64_t j = 0; j < d.kv_len; ++j) {

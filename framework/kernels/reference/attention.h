@@ -42,6 +42,37 @@ struct AttentionDims {
   int64_t group() const { return heads / kv_heads; }  // query heads per key/value head
 };
 
+// Note [attention variants]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// What a model chooses about its attention beyond the shapes and the causal and padding masks, as
+// one value that travels unchanged from the recipe (model.attention_window, model.position: alibi)
+// through the layer and the op to every kernel. It has the two parts of FlexAttention's interface
+// (Dong et al. 2024): position predicates of the mask (mask_mod), asked through
+// AttentionMask::key_begin / key_end, and score modifiers (score_mod), applied by
+// AttentionMask::add_score_bias to each row of scaled scores. Every kernel (reference float and
+// double, materialised, flash forward and backward, decoding step) calls those three functions and
+// nothing else, so a new variant is a field here and a line in one of them.
+//
+//  - window w > 0 (sliding window, Beltagy et al. 2020; Child et al. 2019): a query at position p
+//    sees the keys at positions j with p - w < j (and j < p + w when not causal). The visible run
+//    stays contiguous, so the flash kernel skips key blocks outside it: O(T w) work, not O(T^2).
+//  - alibi (Press et al. 2022, "Train Short, Test Long"): no position embedding; the score of query
+//    position p and key j gets -m_h |p - j| added, m_h = alibi_slope(h, H). Keys before the query
+//    are the only ones under a causal mask; the bidirectional form uses the distance both ways. The
+//    bias does not depend on q or k, so backward passes dS through it unchanged.
+struct AttentionVariant {
+  int64_t window = 0;  // 0 = every position (subject to causality); else the sliding window's width
+  bool alibi = false;  // add ALiBi's linear distance bias to the scores
+
+  bool operator==(const AttentionVariant&) const = default;
+};
+
+// ALiBi's slope of head h out of H (Press et al. 2022, section 3): for H a power of two, the
+// geometric sequence 2^(-8 / H), 2^(-16 / H), ..., 2^(-8); otherwise the n = 2^floor(log2 H) slopes
+// of n heads, followed by every other slope of 2n heads (2^(-4 / n), 2^(-12 / n), ...) for the
+// remaining H - n heads, as the paper's code does.
+double alibi_slope(int64_t h, int64_t heads);
+
 // Note [attention masks]
 // ~~~~~~~~~~~~~~~~~~~~~~
 // A mask says which keys j a query i of batch entry b may see. Masks combine by AND: a key is
@@ -52,8 +83,8 @@ struct AttentionDims {
 //    [key_begin(i), key_end(i)). Causal masking is one: query i sits at absolute position
 //    i + (T_k - T_q) (the queries are the last T_q of the T_k positions, as when decoding after
 //    a cached prefix), so it sees keys j <= i + T_k - T_q, i.e. key_end(i) = i + T_k - T_q + 1.
-//    A tiled kernel skips whole key blocks outside the run. A sliding window of width w
-//    (Beltagy et al. 2020) is one more such predicate: key_begin(i) = i + T_k - T_q - w + 1.
+//    A tiled kernel skips whole key blocks outside the run. A sliding window (Note [attention
+//    variants]) is one more such predicate.
 //  - Per-key predicates depend on (b, j): key padding, key_keep[b T_k + j] == 0 for a pad.
 //    Block-sparse patterns would be a third kind, a per-(i-block, j-block) table.
 //
@@ -63,15 +94,41 @@ struct AttentionDims {
 struct AttentionMask {
   bool causal = false;
   const uint8_t* key_keep = nullptr;  // (B, T_k), 1 = real token, 0 = padding; null = no padding
+  AttentionVariant variant = {};
+  // The model's head count and this call's first head in it: score modifiers depend on the head,
+  // and decoding calls a kernel per key/value group, whose heads are a slice of the model's.
+  // model_heads 0 = dims.heads (the call sees every head).
+  int64_t first_head = 0, model_heads = 0;
 
-  int64_t key_begin(const AttentionDims& d, int64_t i) const { return 0; }
+  // The absolute position of query i: the queries are the last T_q of the T_k positions.
+  static int64_t query_position(const AttentionDims& d, int64_t i) { return i + d.kv_len - d.q_len; }
+  int64_t key_begin(const AttentionDims& d, int64_t i) const {
+    if (variant.window <= 0) return 0;
+    const int64_t begin = query_position(d, i) - variant.window + 1;
+    return begin < 0 ? 0 : (begin > d.kv_len ? d.kv_len : begin);
+  }
   int64_t key_end(const AttentionDims& d, int64_t i) const {
-    if (!causal) return d.kv_len;
-    const int64_t end = i + d.kv_len - d.q_len + 1;
+    int64_t end = d.kv_len;
+    if (causal) end = query_position(d, i) + 1;
+    else if (variant.window > 0) end = query_position(d, i) + variant.window;
     return end < 0 ? 0 : (end > d.kv_len ? d.kv_len : end);
   }
   bool key_visible(int64_t b, const AttentionDims& d, int64_t j) const {
     return key_keep == nullptr || key_keep[b * d.kv_len + j] != 0;
+  }
+
+  bool has_score_bias() const { return variant.alibi; }
+  // Adds the score modifiers' bias to s[0 .. n), the scaled scores of query row i of head h (of this
+  // call) against keys j0 .. j0 + n. Callers pass only visible keys.
+  template <class T>
+  void add_score_bias(const AttentionDims& d, int64_t h, int64_t i, int64_t j0, int64_t n, T* s) const {
+    if (!variant.alibi) return;
+    const T slope = static_cast<T>(alibi_slope(first_head + h, model_heads > 0 ? model_heads : d.heads));
+    const int64_t p = query_position(d, i);
+    for (int64_t jj = 0; jj < n; ++jj) {
+      const int64_t distance = p - (j0 + jj);
+      s[jj] -= slope * static_cast<T>(distance < 0 ? -distance : distance);
+    }
   }
 };
 
@@ -79,7 +136,7 @@ struct AttentionMask {
 double attention_dropout_factor(const AttentionDims& d, uint64_t e);
 
 // The arguments of every attention kernel (reference, fast, flash), by name. The shapes, the mask
-// (and the score modifiers to come) travel here, so a new kind of attention is a new field, not a
+// and the variant's score modifiers travel here, so a new kind of attention is a new field, not a
 // new parameter in six signatures.
 template <class T>
 struct AttentionForwardArgs {
