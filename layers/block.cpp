@@ -8,8 +8,8 @@ namespace tf::layers {
 
 TransformerBlock::TransformerBlock(const Options& o, Init& init)
     : options(o),
-      ln_1({o.attn.d_model, o.ln_eps}, init),
-      ln_2({o.attn.d_model, o.ln_eps}, init),
+      ln_1({o.attn.d_model, o.ln_eps, o.norm}, init),
+      ln_2({o.attn.d_model, o.ln_eps, o.norm}, init),
       attn(o.attn, init),
       mlp(o.mlp, init) {}
 
@@ -25,7 +25,7 @@ Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding, con
     const Tensor branch = dropout(attention(norm_1(x)), p, ctx);
     ops::ResidualNorm h = [&] {
       LayerScope scope("ln_2");
-      return ops::add_layer_norm(x, branch, ln_2.weight, ln_2.bias, ln_2.eps);
+      return ops::add_layer_norm(x, branch, ln_2.weight, ln_2.bias, ln_2.eps, ln_2.kind);
     }();
     return ops::add(h.sum, dropout(feed_forward(h.normed), p, ctx));
   }

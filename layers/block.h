@@ -18,6 +18,7 @@ struct TransformerBlock {
     FeedForward::Options mlp;
     bool pre_norm = true;
     double ln_eps = 1e-5;
+    kernels::NormKind norm = kernels::NormKind::layer;  // layer norm or RMSNorm
     double dropout = 0;  // on each sublayer's output, before the residual sum
   };
   Options options;

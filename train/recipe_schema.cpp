@@ -93,10 +93,12 @@ std::vector<std::pair<std::string, T>> same_names(std::initializer_list<const ch
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::vector<std::pair<std::string, PositionEncoding>> position_encodings() {
-  std::vector<std::pair<std::string, PositionEncoding>> named;
-  for (PositionEncoding p : layers::kPositionEncodings) named.emplace_back(layers::position_encoding_name(p), p);
-  return named;
+// The (name, value) pairs of an enum's values, named by its own name function (names stated once).
+template <class T, size_t N, class Name>
+std::vector<std::pair<std::string, T>> named(const T (&values)[N], Name name) {
+  std::vector<std::pair<std::string, T>> pairs;
+  for (T v : values) pairs.emplace_back(name(v), v);
+  return pairs;
 }
 
 #define REF(expr) [](Recipe& r) -> auto& { return r.expr; }
@@ -111,7 +113,8 @@ std::vector<Field> make_fields() {
       integer("model.n_heads", "attention heads; d_model must be divisible by it", REF(model.n_heads), 1, 1024),
       integer("model.n_kv_heads", "key/value heads (grouped-query attention); 0 means n_heads", REF(model.n_kv_heads), 0, 1024),
       integer("model.d_ff", "feed-forward hidden width; 0 means 4 * d_model", REF(model.d_ff), 0, 1 << 20),
-      choice("model.position", "position encoding (docs/models.md)", REF(model.position), position_encodings()),
+      choice("model.position", "position encoding (docs/models.md)", REF(model.position),
+             named(layers::kPositionEncodings, layers::position_encoding_name)),
       integer("model.attention_window", "sliding-window attention: a query sees the last attention_window positions (and as many ahead when not causal); 0 = all", REF(model.attention.window), 0, 1 << 20),
       number("model.rope_theta", "RoPE base: pair i turns at pos * theta^(-2i/head_dim)", REF(model.rope_theta), 1.0, kInf, true),
       boolean("model.causal", "causal attention mask; defaults from arch (gpt: true, bert: false), which it must match", REF(model.causal)),
@@ -119,6 +122,8 @@ std::vector<Field> make_fields() {
       number("model.dropout", "dropout on embeddings and sublayer outputs", REF(model.dropout), 0.0, 1.0, false, true),
       number("model.attn_dropout", "dropout on attention probabilities", REF(model.attn_dropout), 0.0, 1.0, false, true),
       number("model.ln_eps", "epsilon added to the variance in layer norm", REF(model.ln_eps), 0.0, 1.0, true),
+      choice("model.norm", "layer (layer norm: centre, scale, shift) or rms (RMSNorm: scale by the root mean square, no bias)", REF(model.norm),
+             named(kernels::kNormKinds, kernels::norm_kind_name)),
       choice("model.gelu", "GELU form: tanh approximation (GPT-2) or exact erf (BERT)", REF(model.gelu),
              std::vector<std::pair<std::string, ops::GeluApprox>>{{"tanh", ops::GeluApprox::tanh}, {"erf", ops::GeluApprox::erf}}),
       boolean("model.tie_embeddings", "GPT: the LM head reuses the token embedding (BERT: always)", REF(model.tie_embeddings)),

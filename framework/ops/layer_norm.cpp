@@ -6,6 +6,7 @@
 //   dx = rstd (g - mean_c(g) - xhat mean_c(g xhat))
 // since d xhat_i / d x_j = rstd (delta_ij - 1/C - xhat_i xhat_j / C). The forward saves mean and
 // rstd per row ((R) each, C times smaller than x) so the backward does not recompute statistics.
+// RMSNorm (kind rms) is the same node with the mean taken as 0 (kernels/reference/layer_norm.h).
 #include "framework/ops/layer_norm.h"
 
 #include <type_traits>
@@ -66,6 +67,7 @@ Shape row_shape(const Shape& x) {  // x without its last axis: (...)
 struct LayerNormNode : Node {
   Tensor x, weight, bias;  // saved: x and weight for dx; bias only so its gradient can be accumulated
   Tensor mean, rstd;       // saved: (R) row statistics from the forward
+  kernels::NormKind kind = kernels::NormKind::layer;
   const char* op_name() const override { return "layer_norm"; }
   void backward() override {
     const Tensor dy = outputs[0].grad();  // (R, C)
@@ -77,7 +79,7 @@ struct LayerNormNode : Node {
     Tensor dbias = wanted(bias) ? Tensor::zeros(bias.shape(), x.dtype()) : Tensor();        // (C)
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      layer_norm_backward_kernel<T>({.rows = rows, .channels = channels, .dy = dy.data<T>(), .x = x.data<T>(),
+      layer_norm_backward_kernel<T>({.rows = rows, .channels = channels, .kind = kind, .dy = dy.data<T>(), .x = x.data<T>(),
                                      .weight = data_or_null<T>(weight), .mean = mean.data<T>(), .rstd = rstd.data<T>(),
                                      .dx = data_or_null<T>(dx), .dweight = data_or_null<T>(dweight),
                                      .dbias = data_or_null<T>(dbias)});
@@ -95,6 +97,7 @@ struct AddLayerNormNode : Node {
   Tensor sum, weight;          // saved: h for xhat, weight for g = dy weight
   GradRef bias;                // its gradient is sum_r dy: no values needed
   Tensor mean, rstd;           // saved: (R) row statistics of h
+  kernels::NormKind kind = kernels::NormKind::layer;
   const char* op_name() const override { return "add_layer_norm"; }
   void backward() override {
     const Tensor dsum = take_output_grad(0);    // (R, C) or undefined: h's gradient from its other uses
@@ -112,7 +115,7 @@ struct AddLayerNormNode : Node {
     Tensor dbias = bias.requires_grad() ? Tensor::zeros(bias.shape(), sum.dtype()) : Tensor();    // (C)
     dispatch(sum.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      layer_norm_backward_kernel<T>({.rows = rows, .channels = channels, .dy = dnormed.data<T>(),
+      layer_norm_backward_kernel<T>({.rows = rows, .channels = channels, .kind = kind, .dy = dnormed.data<T>(),
                                      .dsum = data_or_null<T>(dsum), .x = sum.data<T>(),
                                      .weight = data_or_null<T>(weight), .mean = mean.data<T>(), .rstd = rstd.data<T>(),
                                      .dx = data_or_null<T>(dh), .dweight = data_or_null<T>(dweight),
@@ -129,7 +132,7 @@ struct AddLayerNormNode : Node {
 }  // namespace
 
 ResidualNorm add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& weight, const Tensor& bias,
-                            double eps) {
+                            double eps, kernels::NormKind kind) {
   check_same_shape("add_layer_norm", x, a);
   check_layer_norm_args("add_layer_norm", x, weight, bias, eps);
   const int64_t channels = x.dim(-1), rows = x.numel() / channels;
@@ -139,7 +142,7 @@ ResidualNorm add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& weig
   Tensor rstd = Tensor::empty(row_shape(x.shape()), x.dtype());    // (...)
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    layer_norm_forward_kernel<T>({.rows = rows, .channels = channels, .eps = eps, .x = x.data<T>(),
+    layer_norm_forward_kernel<T>({.rows = rows, .channels = channels, .eps = eps, .kind = kind, .x = x.data<T>(),
                                   .residual = a.data<T>(), .weight = data_or_null<T>(weight),
                                   .bias = data_or_null<T>(bias), .sum = sum.data<T>(), .y = y.data<T>(),
                                   .mean = mean.data<T>(), .rstd = rstd.data<T>()});
@@ -153,12 +156,13 @@ ResidualNorm add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& weig
     node->bias = GradRef(bias);
     node->mean = mean;
     node->rstd = rstd;
+    node->kind = kind;
     record(std::move(node), {sum, y});
   }
   return {sum, y};
 }
 
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, kernels::NormKind kind) {
   check_layer_norm_args("layer_norm", x, weight, bias, eps);
   const int64_t channels = x.dim(-1), rows = x.numel() / channels;
   Tensor y = Tensor::empty(x.shape(), x.dtype());                // (..., C)
@@ -166,7 +170,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor rstd = Tensor::empty(row_shape(x.shape()), x.dtype());  // (...)
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    layer_norm_forward_kernel<T>({.rows = rows, .channels = channels, .eps = eps, .x = x.data<T>(),
+    layer_norm_forward_kernel<T>({.rows = rows, .channels = channels, .eps = eps, .kind = kind, .x = x.data<T>(),
                                   .weight = data_or_null<T>(weight), .bias = data_or_null<T>(bias), .y = y.data<T>(),
                                   .mean = mean.data<T>(), .rstd = rstd.data<T>()});
   });
@@ -177,6 +181,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     node->bias = bias;
     node->mean = mean;
     node->rstd = rstd;
+    node->kind = kind;
     record(std::move(node), {y});
   }
   return y;

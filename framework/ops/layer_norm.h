@@ -4,13 +4,16 @@
 //   Tensor h = ops::layer_norm(x, ln_weight, ln_bias);      // x (B, T, C), weight and bias (C)
 //   Tensor n = ops::layer_norm(x, Tensor(), Tensor());      // no affine part
 #pragma once
+#include "framework/kernels/reference/layer_norm.h"
 #include "framework/tensor.h"
 
 namespace tf::ops {
 
 // x (..., C); weight (C) or undefined (then 1); bias (C) or undefined (then 0); eps > 0 typically.
 //   y = (x - mean) / sqrt(var + eps) * weight + bias,  mean and var over the last axis.
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+// kind rms: RMSNorm (Zhang & Sennrich 2019), y = x / sqrt(mean(x^2) + eps) * weight (+ bias if given).
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5,
+                  kernels::NormKind kind = kernels::NormKind::layer);
 
 // The pre-LN block's `h = x + a; n = layer_norm(h)` as one op: one pass over the rows forward, and
 // backward one pass forming dh = (h's own gradient) + (the norm's), handed to both x and a.
@@ -25,6 +28,6 @@ struct ResidualNorm {
   Tensor normed;  // layer_norm(h) (..., C)
 };
 ResidualNorm add_layer_norm(const Tensor& x, const Tensor& a, const Tensor& weight, const Tensor& bias,
-                            double eps = 1e-5);
+                            double eps = 1e-5, kernels::NormKind kind = kernels::NormKind::layer);
 
 }  // namespace tf::ops

@@ -1,5 +1,6 @@
 // Gradient-check cases for layer norm: with weight and bias, weight only, no affine part, and
-// input rows far from zero mean (where a careless backward loses precision); add_layer_norm.
+// input rows far from zero mean (where a careless backward loses precision); add_layer_norm; and the
+// same for RMSNorm (kind rms), whose rows far from zero mean are ordinary.
 #include "framework/ops/cases.h"
 #include "framework/ops/layer_norm.h"
 #include "framework/ops/shape.h"
@@ -46,6 +47,29 @@ void add_layer_norm_cases(std::vector<OpCase>& cases) {
                    [](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, {3, 7}, "x")}; },
                    [](const std::vector<Tensor>& in) {
                      const ResidualNorm h = add_layer_norm(in[0], in[0], Tensor(), Tensor());
+                     return concat({h.sum, h.normed}, 0);
+                   }});
+
+  constexpr kernels::NormKind rms = kernels::NormKind::rms;
+  cases.push_back({"layer_norm (RMSNorm)", "(2, 3, 6), weight (6,)",
+                   [](Rng& rng) {
+                     return std::vector<Tensor>{gradcheck_input(rng, {2, 3, 6}, "x"), gradcheck_input(rng, {6}, "weight")};
+                   },
+                   [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], Tensor(), 1e-5, rms); }});
+  cases.push_back({"layer_norm (RMSNorm, no affine, offset rows)", "(3, 7) + 5, eps 1e-3",
+                   [](Rng& rng) {
+                     Tensor x = gradcheck_input(rng, {3, 7}, "x");
+                     for (int64_t i = 0; i < x.numel(); ++i) x.data<double>()[i] += 5.0;
+                     return std::vector<Tensor>{x};
+                   },
+                   [](const std::vector<Tensor>& in) { return layer_norm(in[0], Tensor(), Tensor(), 1e-3, rms); }});
+  cases.push_back({"add_layer_norm (RMSNorm)", "(2, 3, 6) + (2, 3, 6), weight (6,); h and n concatenated",
+                   [](Rng& rng) {
+                     return std::vector<Tensor>{gradcheck_input(rng, {2, 3, 6}, "x"), gradcheck_input(rng, {2, 3, 6}, "a"),
+                                                gradcheck_input(rng, {6}, "weight")};
+                   },
+                   [](const std::vector<Tensor>& in) {
+                     const ResidualNorm h = add_layer_norm(in[0], in[1], in[2], Tensor(), 1e-5, rms);
                      return concat({h.sum, h.normed}, 0);
                    }});
 }

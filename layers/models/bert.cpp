@@ -14,10 +14,10 @@ Bert::Bert(const ModelConfig& c, Init& init) : config_(c) {
   token_embedding = Embedding({c.vocab_size, c.d_model, c.init_std}, init);
   position = AbsolutePosition({c.position, c.max_seq_len, c.d_model}, init);
   if (c.n_segments > 0) segment_embedding = Embedding({c.n_segments, c.d_model, c.init_std}, init);
-  embedding_norm = LayerNorm({c.d_model, c.ln_eps}, init);
+  embedding_norm = LayerNorm({c.d_model, c.ln_eps, c.norm}, init);
   for (int64_t i = 0; i < c.n_layers; ++i) blocks.emplace_back(c.block_options(), init);
   mlm_dense = Linear({c.d_model, c.d_model, true, c.init_std}, init);
-  mlm_norm = LayerNorm({c.d_model, c.ln_eps}, init);
+  mlm_norm = LayerNorm({c.d_model, c.ln_eps, c.norm}, init);
   mlm_bias = init.zeros({c.vocab_size});
 }
 

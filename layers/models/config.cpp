@@ -28,6 +28,7 @@ TransformerBlock::Options ModelConfig::block_options() const {
   b.mlp.proj_init_std = residual_std;
   b.pre_norm = pre_norm;
   b.ln_eps = ln_eps;
+  b.norm = norm;
   b.dropout = dropout;
   return b;
 }

@@ -31,6 +31,7 @@ struct ModelConfig {
   double dropout = 0.0;        // embeddings and sublayer outputs
   double attn_dropout = 0.0;   // attention probabilities
   double ln_eps = 1e-5;
+  kernels::NormKind norm = kernels::NormKind::layer;  // every norm of the model: layer norm or RMSNorm
   ops::GeluApprox gelu = ops::GeluApprox::tanh;
   bool tie_embeddings = true;  // GPT: LM head shares the token embedding
   bool bias = true;            // biases in linear layers

@@ -14,7 +14,7 @@ Gpt::Gpt(const ModelConfig& c, Init& init) : config_(c) {
   token_embedding = Embedding({c.vocab_size, c.d_model, c.init_std}, init);
   position = AbsolutePosition({c.position, c.max_seq_len, c.d_model}, init);
   for (int64_t i = 0; i < c.n_layers; ++i) blocks.emplace_back(c.block_options(), init);
-  ln_f = LayerNorm({c.d_model, c.ln_eps}, init);
+  ln_f = LayerNorm({c.d_model, c.ln_eps, c.norm}, init);
   if (!c.tie_embeddings) lm_head = Linear({c.d_model, c.vocab_size, false, c.init_std}, init);
 }
 

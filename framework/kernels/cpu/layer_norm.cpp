@@ -31,7 +31,7 @@ void normalize_row(const float* x, const float* weight, const float* bias, int64
 // Layer norm of x, or of h = x + residual when residual is given (h then written to sum): the
 // residual add is done row by row, so the row is in L1 when the statistics read it.
 void forward_rows(const float* x, const float* residual, const float* weight, const float* bias, int64_t rows,
-                  int64_t channels, double eps, float* sum, float* y, float* mean, float* rstd) {
+                  int64_t channels, double eps, bool center, float* sum, float* y, float* mean, float* rstd) {
 #pragma omp parallel for schedule(static) if (rows * channels >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * channels;  // (C)
@@ -47,7 +47,7 @@ void forward_rows(const float* x, const float* residual, const float* weight, co
     double sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t c = 0; c < channels; ++c) sum += xr[c];
-    const float m = static_cast<float>(sum / channels);
+    const float m = center ? static_cast<float>(sum / channels) : 0.0f;  // RMSNorm: mean taken as 0
     double sq = 0;
 #pragma omp simd reduction(+ : sq)
     for (int64_t c = 0; c < channels; ++c) sq += static_cast<double>(xr[c] - m) * (xr[c] - m);
@@ -69,7 +69,8 @@ void forward_rows(const float* x, const float* residual, const float* weight, co
 // The layer norm backward, plus dsum (the gradient reaching h = x + residual directly) into dx when
 // given: dx = dh = dsum + (the norm's share).
 void backward_rows(const float* dy, const float* dsum, const float* x, const float* weight, const float* mean,
-                   const float* rstd, int64_t rows, int64_t channels, float* dx, float* dweight, float* dbias) {
+                   const float* rstd, int64_t rows, int64_t channels, bool center, float* dx, float* dweight,
+                   float* dbias) {
   const bool params = dweight || dbias;
   const bool parallel = rows * channels >= kParallelMin;
   const int max_threads = parallel ? omp_get_max_threads() : 1;
@@ -95,7 +96,7 @@ void backward_rows(const float* dy, const float* dsum, const float* x, const flo
         sum_g += g;
         sum_gxhat += g * ((xr[c] - m) * s);
       }
-      const float mean_g = static_cast<float>(sum_g / channels),
+      const float mean_g = center ? static_cast<float>(sum_g / channels) : 0.0f,
                   mean_gxhat = static_cast<float>(sum_gxhat / channels);
       if (dx) {
         float* dxr = dx + r * channels;
@@ -133,11 +134,13 @@ void backward_rows(const float* dy, const float* dsum, const float* x, const flo
 }  // namespace
 
 void layer_norm_forward_fast(const LayerNormForwardArgs<float>& a) {
-  forward_rows(a.x, a.residual, a.weight, a.bias, a.rows, a.channels, a.eps, a.sum, a.y, a.mean, a.rstd);
+  forward_rows(a.x, a.residual, a.weight, a.bias, a.rows, a.channels, a.eps, a.kind == NormKind::layer, a.sum, a.y,
+               a.mean, a.rstd);
 }
 
 void layer_norm_backward_fast(const LayerNormBackwardArgs<float>& a) {
-  backward_rows(a.dy, a.dsum, a.x, a.weight, a.mean, a.rstd, a.rows, a.channels, a.dx, a.dweight, a.dbias);
+  backward_rows(a.dy, a.dsum, a.x, a.weight, a.mean, a.rstd, a.rows, a.channels, a.kind == NormKind::layer, a.dx,
+                a.dweight, a.dbias);
 }
 
 }  // namespace tf::kernels

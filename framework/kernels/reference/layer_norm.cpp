@@ -20,7 +20,7 @@ void layer_norm_forward_reference(const LayerNormForwardArgs<T>& a) {
     }
     T sum = 0;
     for (int64_t c = 0; c < channels; ++c) sum += xr[c];
-    const T m = sum / static_cast<T>(channels);
+    const T m = a.kind == NormKind::rms ? T(0) : sum / static_cast<T>(channels);
     T sq = 0;
     for (int64_t c = 0; c < channels; ++c) sq += (xr[c] - m) * (xr[c] - m);
     const T s = T(1) / std::sqrt(sq / static_cast<T>(channels) + static_cast<T>(a.eps));
@@ -50,7 +50,7 @@ void layer_norm_backward_reference(const LayerNormBackwardArgs<T>& a) {
       mean_g += g;
       mean_gxhat += g * xhat;
     }
-    mean_g /= static_cast<T>(channels);
+    mean_g = a.kind == NormKind::rms ? T(0) : mean_g / static_cast<T>(channels);
     mean_gxhat /= static_cast<T>(channels);
     for (int64_t c = 0; c < channels; ++c) {
       const T xhat = (xr[c] - m) * s;

@@ -8,10 +8,21 @@
 //   dx = rstd (g - mean_c(g) - xhat mean_c(g xhat)),  dweight += sum_r dy xhat,  dbias += sum_r dy
 // dx is assigned; dweight and dbias accumulate (+=), as parameter gradients do (autograd/tape.h).
 // weight, bias, dx, dweight, dbias may each be null (no affine part / gradient not wanted).
+//
+// RMSNorm (Zhang & Sennrich 2019, "Root Mean Square Layer Normalization") is the same computation
+// with the mean taken as 0: rstd = 1 / sqrt(sum_c x^2 / C + eps), xhat = x rstd, y = xhat * weight
+// (no bias), and in the backward the mean_c(g) term vanishes, since nothing was subtracted:
+//   dx = rstd (g - xhat mean_c(g xhat)).
+// The kernels save mean = 0 for it, so every formula above holds as written.
 #pragma once
 #include <cstdint>
 
 namespace tf::kernels {
+
+// Which normalisation; a value that travels from the recipe (model.norm) to the kernels.
+enum class NormKind { layer, rms };
+inline constexpr NormKind kNormKinds[] = {NormKind::layer, NormKind::rms};
+inline const char* norm_kind_name(NormKind k) { return k == NormKind::layer ? "layer" : "rms"; }
 
 // The arguments of every layer norm kernel, by name. With `residual`, the kernel normalises
 // h = x + residual and writes h to `sum` (the pre-LN block's residual add fused with the next
@@ -21,6 +32,7 @@ struct LayerNormForwardArgs {
   int64_t rows = 0;            // R, e.g. 2048
   int64_t channels = 0;        // C, e.g. 128
   double eps = 1e-5;
+  NormKind kind = NormKind::layer;
   const T* x = nullptr;        // (R, C)
   const T* residual = nullptr; // (R, C) or null
   const T* weight = nullptr;   // (C) or null
@@ -35,6 +47,7 @@ template <class T>
 struct LayerNormBackwardArgs {
   int64_t rows = 0;
   int64_t channels = 0;
+  NormKind kind = NormKind::layer;
   const T* dy = nullptr;       // (R, C)
   const T* dsum = nullptr;     // (R, C) gradient reaching h = x + residual directly, or null
   const T* x = nullptr;        // (R, C) the normalised input (h for add_layer_norm)
