@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "layers/models/model.h"
+#include "optim/factory.h"
 
 namespace tf::train {
 
@@ -20,7 +21,7 @@ RunPlan plan_run(const Recipe& r) {
   // Forward + backward: 2 FLOPs per multiply-add, backward twice the forward; attention's two
   // T x T products add 12 L d T per token. The LM head is counted: it is a real matmul even when tied.
   p.flops_per_token = 6.0 * (p.non_embedding_parameters + V * d) + 12.0 * L * d * T;
-  const double optimizer_slots = r.optim.name == "sgd" ? (r.optim.momentum > 0 ? 1 : 0) : 2;
+  const double optimizer_slots = optim::state_slots(r.optim);
   const double state_bytes = 4.0 * p.parameters * (2 + optimizer_slots);  // weights, grads, slots
   // Saved activations per token per layer, in floats: block input, two layer-norm outputs, qkv
   // (3d), attention output (d), projection input, MLP input, hidden before and after GELU (2F),

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "layers/models/config.h"
+#include "optim/factory.h"
 
 namespace tf::train {
 
@@ -30,17 +31,7 @@ struct DataConfig {
   double mask_prob = 0.15;           // BERT: fraction of positions chosen for prediction
 };
 
-struct OptimConfig {
-  std::string name = "adamw";  // sgd | adam | adamw
-  double lr = 1e-3;
-  double beta1 = 0.9, beta2 = 0.99;
-  double eps = 1e-8;
-  double weight_decay = 0.1;
-  double momentum = 0.9;       // sgd
-  bool nesterov = false;       // sgd
-  bool decay_biases_and_norms = false;
-  bool decay_embeddings = false;
-};
+using optim::OptimConfig;  // optim/factory.h: the optim section, beside the table of optimizers
 
 struct ScheduleConfig {
   std::string kind = "cosine";  // constant | cosine | linear

@@ -85,9 +85,9 @@ Field choice(std::string key, std::string meaning, Ref ref, std::vector<std::pai
 }
 
 template <class T>
-std::vector<std::pair<std::string, T>> same_names(std::initializer_list<const char*> names) {
+std::vector<std::pair<std::string, T>> same_names(const std::vector<std::string>& names) {
   std::vector<std::pair<std::string, T>> out;
-  for (const char* n : names) out.emplace_back(n, n);
+  for (const std::string& n : names) out.emplace_back(n, n);
   return out;
 }
 
@@ -142,7 +142,7 @@ std::vector<Field> make_fields() {
       text("data.cache_dir", "folder for tokenized-corpus caches", REF(data.cache_dir)),
       number("data.mask_prob", "BERT: fraction of positions chosen for prediction", REF(data.mask_prob), 0.0, 1.0, true),
 
-      choice("optim.name", "optimizer", REF(optim.name), same_names<std::string>({"sgd", "adam", "adamw"})),
+      choice("optim.name", "optimizer", REF(optim.name), same_names<std::string>(optim::optimizer_names())),
       number("optim.lr", "peak learning rate", REF(optim.lr), 0.0, 10.0, true),
       number("optim.beta1", "Adam: first-moment decay", REF(optim.beta1), 0.0, 1.0, false, true),
       number("optim.beta2", "Adam: second-moment decay", REF(optim.beta2), 0.0, 1.0, false, true),

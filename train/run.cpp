@@ -6,8 +6,7 @@
 #include "data/char_tokenizer.h"
 #include "data/dataset.h"
 #include "data/text.h"
-#include "optim/adam.h"
-#include "optim/sgd.h"
+#include "optim/factory.h"
 
 namespace tf::train {
 
@@ -101,15 +100,7 @@ Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, 
     if (p.kind == layers::ParamKind::embedding) decay = o.decay_embeddings;
     refs.push_back({p.name, p.tensor, decay});
   }
-  if (o.name == "sgd") {
-    run.optimizer = std::make_unique<optim::Sgd>(refs, optim::SgdOptions{o.lr, o.momentum, o.nesterov, o.weight_decay});
-  } else {
-    const optim::AdamOptions a{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
-    if (o.name == "adam")
-      run.optimizer = std::make_unique<optim::Adam>(refs, a);
-    else
-      run.optimizer = std::make_unique<optim::AdamW>(refs, a);
-  }
+  run.optimizer = optim::make_optimizer(std::move(refs), o);
   optim::ScheduleOptions s;
   s.kind = optim::parse_schedule_kind(recipe.schedule.kind);
   s.lr = o.lr;
