@@ -126,6 +126,8 @@ std::vector<Field> make_fields() {
              named(kernels::kNormKinds, kernels::norm_kind_name)),
       choice("model.gelu", "GELU form: tanh approximation (GPT-2) or exact erf (BERT)", REF(model.gelu),
              std::vector<std::pair<std::string, ops::GeluApprox>>{{"tanh", ops::GeluApprox::tanh}, {"erf", ops::GeluApprox::erf}}),
+      choice("model.feed_forward", "gelu (the MLP: GELU between two projections) or swiglu (gated: SiLU(gate) * value, Shazeer 2020)",
+             REF(model.feed_forward), named(kernels::kFeedForwardKinds, kernels::feed_forward_kind_name)),
       boolean("model.tie_embeddings", "GPT: the LM head reuses the token embedding (BERT: always)", REF(model.tie_embeddings)),
       boolean("model.bias", "biases in linear layers", REF(model.bias)),
       integer("model.n_segments", "BERT segment (token type) embeddings; 0 = none", REF(model.n_segments), 0, 16),

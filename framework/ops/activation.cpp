@@ -4,6 +4,7 @@
 
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/activation.h"
+#include "framework/kernels/cpu/glu.h"
 #include "framework/kernels/mode.h"
 #include "framework/ops/reduce.h"
 
@@ -123,6 +124,54 @@ Tensor relu(const Tensor& x) {
     auto node = std::make_unique<ReluNode>();
     node->x = GradRef(x);
     node->y = y;
+    record(std::move(node), {y});
+  }
+  return y;
+}
+
+namespace {
+
+struct GluNode : Node {
+  Tensor h;  // saved: (R, 2F) gates and values; act(a) is recomputed in the backward
+  FeedForwardKind kind;
+  const char* op_name() const override { return "glu"; }
+  void backward() override {
+    const Tensor dy = outputs[0].grad();  // (R, F)
+    Tensor dh = Tensor::empty(h.shape(), h.dtype());
+    const int64_t width = h.dim(-1) / 2, rows = width ? h.numel() / (2 * width) : 0;
+    dispatch(h.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (kernels::use_fast<T>())
+        kernels::glu_backward_fast(kind, h.data<float>(), dy.data<float>(), rows, width, dh.data<float>());
+      else
+        kernels::glu_backward_reference<T>(kind, h.data<T>(), dy.data<T>(), rows, width, dh.data<T>());
+    });
+    accumulate_grad(h, std::move(dh));
+  }
+};
+
+}  // namespace
+
+Tensor glu(const Tensor& h, FeedForwardKind kind) {
+  check_floating("glu", h);
+  TF_CHECK(kernels::gated(kind), "glu: feed-forward kind '", kernels::feed_forward_kind_name(kind), "' has no gate");
+  TF_CHECK(h.rank() >= 1 && h.dim(-1) % 2 == 0, "glu: the last axis of h holds a gate and a value half, so it must be even, got ",
+           h.describe());
+  const int64_t width = h.dim(-1) / 2, rows = width ? h.numel() / (2 * width) : 0;
+  Shape out_shape = h.shape();
+  out_shape[out_shape.rank() - 1] = width;
+  Tensor y = Tensor::empty(out_shape, h.dtype());  // (..., F)
+  dispatch(h.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (kernels::use_fast<T>())
+      kernels::glu_forward_fast(kind, h.data<float>(), rows, width, y.data<float>());
+    else
+      kernels::glu_forward_reference<T>(kind, h.data<T>(), rows, width, y.data<T>());
+  });
+  if (needs_grad(h)) {
+    auto node = std::make_unique<GluNode>();
+    node->h = h;
+    node->kind = kind;
     record(std::move(node), {y});
   }
   return y;

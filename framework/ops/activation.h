@@ -1,10 +1,12 @@
-// Activation functions: GELU (tanh or erf form), GELU with a bias added first (fused), ReLU.
+// Activation functions: GELU (tanh or erf form), GELU with a bias added first (fused), ReLU, and
+// the gated linear units of gated feed-forwards (SwiGLU).
 //
 //   Tensor h = ops::gelu(ops::linear(x, w1, b1));                 // (B, T, d_ff)
 //   Tensor h = ops::bias_gelu(ops::linear(x, w1), b1);            // the same, bias add fused
 //   Tensor e = ops::gelu(x, ops::GeluApprox::erf);                // exact form, as BERT
 #pragma once
 #include "framework/kernels/reference/activation.h"
+#include "framework/kernels/reference/glu.h"
 #include "framework/tensor.h"
 
 namespace tf::ops {
@@ -29,5 +31,11 @@ Tensor gelu_backward(const Tensor& x, const Tensor& bias, const Tensor& dy, Gelu
 
 // max(x, 0); the gradient at exactly 0 is 0 (as PyTorch).
 Tensor relu(const Tensor& x);
+
+// A gated linear unit of a gated feed-forward kind (kernels/reference/glu.h; SwiGLU: Shazeer 2020):
+// h (..., 2F) = [gate a | value b] -> act(a) * b (..., F). Saves h; the backward recomputes act(a).
+//   Tensor y = ops::glu(fc.forward(x), kernels::FeedForwardKind::swiglu);   // (B, T, F)
+using FeedForwardKind = kernels::FeedForwardKind;
+Tensor glu(const Tensor& h, FeedForwardKind kind);
 
 }  // namespace tf::ops

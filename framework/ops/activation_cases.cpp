@@ -1,5 +1,5 @@
-// Gradient-check cases for GELU (both forms, with and without a fused bias) and ReLU (with inputs
-// exactly at its kink, 0, which the gradcheck must step off).
+// Gradient-check cases for GELU (both forms, with and without a fused bias), ReLU (with inputs
+// exactly at its kink, 0, which the gradcheck must step off), and every gated linear unit.
 #include "framework/ops/activation.h"
 #include "framework/ops/cases.h"
 
@@ -26,6 +26,13 @@ void add_activation_cases(std::vector<OpCase>& cases) {
                      return std::vector<Tensor>{x};
                    },
                    [](const std::vector<Tensor>& in) { return relu(in[0]); }});
+  for (FeedForwardKind kind : kernels::kFeedForwardKinds) {
+    if (!kernels::gated(kind)) continue;
+    // std 3: gates deep in both tails of the sigmoid, where a careless derivative loses its terms.
+    cases.push_back({std::string("glu ") + kernels::feed_forward_kind_name(kind), "(2, 3, 2 x 5) -> (2, 3, 5)",
+                     [](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, {2, 3, 10}, "h", 3.0)}; },
+                     [kind](const std::vector<Tensor>& in) { return glu(in[0], kind); }});
+  }
 }
 
 }  // namespace tf::ops

@@ -23,6 +23,7 @@ TransformerBlock::Options ModelConfig::block_options() const {
   b.mlp.d_model = d_model;
   b.mlp.d_ff = ff_width();
   b.mlp.gelu = gelu;
+  b.mlp.kind = feed_forward;
   b.mlp.bias = bias;
   b.mlp.init_std = init_std;
   b.mlp.proj_init_std = residual_std;

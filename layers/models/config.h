@@ -33,6 +33,7 @@ struct ModelConfig {
   double ln_eps = 1e-5;
   kernels::NormKind norm = kernels::NormKind::layer;  // every norm of the model: layer norm or RMSNorm
   ops::GeluApprox gelu = ops::GeluApprox::tanh;
+  kernels::FeedForwardKind feed_forward = kernels::FeedForwardKind::gelu;  // plain GELU MLP or gated (SwiGLU)
   bool tie_embeddings = true;  // GPT: LM head shares the token embedding
   bool bias = true;            // biases in linear layers
   int64_t n_segments = 0;      // BERT token-type (segment) embeddings; 0 = none

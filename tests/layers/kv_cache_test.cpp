@@ -145,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            CacheCase{PositionEncoding::alibi, 4, 1, 5}));
 
 // Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
-// untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm; token by token after a
+// untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm, SwiGLU; token by token after a
 // 3-token prefill, at 1 to 3 threads (3 > G: a thread with no key/value head in the step's parallel
 // region). Against the full forward's rows, to float32 rounding as in
 // Float32LogitsMatchTheFullForwardToRounding.
@@ -156,13 +156,16 @@ TEST(DecodeStep, EveryBlockVariantMatchesTheFullForwardAtAnyThreadCount) {
     ops::GeluApprox gelu;
     int64_t heads, kv_heads, d_ff;
     kernels::NormKind norm = kernels::NormKind::layer;
+    kernels::FeedForwardKind feed_forward = kernels::FeedForwardKind::gelu;
   };
   const Variant variants[] = {{"pre-LN", true, true, true, ops::GeluApprox::tanh, 2, 0, 0},
                               {"post-LN, erf, untied", false, true, false, ops::GeluApprox::erf, 2, 0, 0},
                               {"no bias, grouped-query", true, false, true, ops::GeluApprox::tanh, 4, 2, 0},
                               {"d_ff 20, multi-query", true, true, true, ops::GeluApprox::tanh, 4, 1, 20},
                               {"RMSNorm", true, true, true, ops::GeluApprox::tanh, 2, 0, 0, kernels::NormKind::rms},
-                              {"post-RMSNorm", false, true, true, ops::GeluApprox::tanh, 2, 0, 0, kernels::NormKind::rms}};
+                              {"post-RMSNorm", false, true, true, ops::GeluApprox::tanh, 2, 0, 0, kernels::NormKind::rms},
+                              {"SwiGLU, RMSNorm", true, false, true, ops::GeluApprox::tanh, 2, 0, 0, kernels::NormKind::rms,
+                               kernels::FeedForwardKind::swiglu}};
   const int saved_threads = omp_get_max_threads();
   for (const Variant& v : variants) {
     ModelConfig c = cached_config(PositionEncoding::learned, v.heads, v.kv_heads);
@@ -172,6 +175,7 @@ TEST(DecodeStep, EveryBlockVariantMatchesTheFullForwardAtAnyThreadCount) {
     c.gelu = v.gelu;
     c.d_ff = v.d_ff;
     c.norm = v.norm;
+    c.feed_forward = v.feed_forward;
     Init init{Rng(5), DType::f32};
     const Gpt model(c, init);
     Rng rng(6);

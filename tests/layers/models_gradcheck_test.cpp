@@ -66,21 +66,22 @@ TEST(ModelGradcheckVariants, GptUntiedGroupedQueryNoBias) {
                          random_ids({2, 5}, 11, 2), Tensor());
 }
 
-// RMSNorm in every norm of the model (the blocks' fused residual norm included), with ALiBi and a
-// sliding window narrower than the sequence.
+// RMSNorm in every norm of the model (the blocks' fused residual norm included), a SwiGLU
+// feed-forward, ALiBi and a sliding window narrower than the sequence.
 TEST(ModelGradcheckVariants, RmsNormAlibiWindowGptAndBert) {
   for (Architecture arch : {Architecture::gpt, Architecture::bert}) {
     ModelConfig c = tiny_config(arch, PositionEncoding::alibi);
     c.norm = kernels::NormKind::rms;
+    c.feed_forward = kernels::FeedForwardKind::swiglu;
     c.attention.window = 3;
     Init init{Rng(11), DType::f64};
     const Tensor ids = random_ids({2, 5}, 11, 1);
     if (arch == Architecture::gpt) {
       const Gpt model(c, init);
-      expect_model_gradients("GPT, RMSNorm, ALiBi, window 3", model, ids, random_ids({2, 5}, 11, 2), Tensor());
+      expect_model_gradients("GPT, RMSNorm, SwiGLU, ALiBi, window 3", model, ids, random_ids({2, 5}, 11, 2), Tensor());
     } else {
       const Bert model(c, init);
-      expect_model_gradients("BERT, RMSNorm, ALiBi, window 3, padding", model, ids,
+      expect_model_gradients("BERT, RMSNorm, SwiGLU, ALiBi, window 3, pad", model, ids,
                              ignore_positions(random_ids({2, 5}, 11, 2), {1, 3, 4, 6, 8, 9}), padding_2x5());
     }
   }
