@@ -6,4 +6,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$here/scripts/setup.sh" --corpus
 "$here/scripts/build.sh" --target tapeformer   # the program only: no test or benchmark
 cd "$here"
-exec "$here/build/tools/tapeformer" train recipes/gpt_brown_char.yaml "$@"
+# Running the demo again starts a new run: the earlier one moves into runs/gpt_brown_char/previous-<time>/
+# (--overwrite deletes nothing). With --resume it continues the earlier run instead.
+fresh=(--overwrite)
+for arg in "$@"; do [[ "$arg" == --resume* ]] && fresh=(); done
+exec "$here/build/tools/tapeformer" train recipes/gpt_brown_char.yaml "${fresh[@]}" "$@"

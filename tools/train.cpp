@@ -29,6 +29,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   static std::string resume;
   static std::string profile;
   static bool anomaly = false;
+  static bool overwrite = false;
   cmd->add_option("recipe", recipe_path, "Recipe file (YAML), e.g. recipes/gpt_brown_char.yaml")->required();
   cmd->add_option("--set", overrides, "Override a recipe key: --set optim.lr=3e-4 (repeatable)");
   cmd->add_flag("--dry-run", dry_run, "Validate, build the model, print the resolved recipe and costs; train nothing");
@@ -44,11 +45,16 @@ void add_train_command(CLI::App& app, int& exit_code) {
   CLI::Option* resume_opt =
       cmd->add_option("--resume", resume, "Continue from CKPT, or from the run folder's newest checkpoint")
           ->expected(0, 1);
+  cmd->add_flag("--overwrite", overwrite,
+                "Start afresh in a run folder that holds an earlier run: its files move into "
+                "previous-<time>/ inside the folder (nothing is deleted)")
+      ->excludes(resume_opt);
   cmd->callback([&exit_code, resume_opt, cmd] {
     if (anomaly) overrides.push_back("train.anomaly=true");
     const train::Recipe recipe = train::load_recipe(recipe_path, overrides);
     train::TrainOptions options;
     options.dry_run = dry_run;
+    options.overwrite = overwrite;
     options.profile = profile;
     options.program = program_as_typed(cmd->get_parent()->get_name());
     if (resume_opt->count() > 0) options.resume = resume;

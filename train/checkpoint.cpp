@@ -2,6 +2,7 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <ctime>
 
@@ -85,6 +86,8 @@ void write_checkpoint_file(const Run& run, const data::BatcherState& batches, co
   out.write_attr("/", "tokens_seen", run.tokens_seen);
   out.write_attr("/", "created", utc_now());
   out.write_attr("/", "writer", "tapeformer");
+  out.write_attr("/", "run_id", run.run_id);
+  out.write_attr("/", "elapsed_s", run.elapsed_seconds);
   out.write_bytes("/", "recipe", run.recipe.to_yaml());
   out.write_bytes("/", "tokenizer", run.tokenizer->to_string());
   for (const auto& p : run.params) out.write_tensor("model", p.name, p.tensor);
@@ -93,6 +96,11 @@ void write_checkpoint_file(const Run& run, const data::BatcherState& batches, co
   out.write_u64("data", "train_batches",
                 {batches.seed, batches.counter, static_cast<uint64_t>(batches.cursor)});
   out.close();
+}
+
+// The run id attribute, "" in checkpoints written before run ids (Note [run folders]).
+std::string checkpoint_run_id(const H5Reader& in) {
+  return in.has_attr("/", "run_id") ? in.read_attr_string("/", "run_id") : std::string();
 }
 
 }  // namespace
@@ -122,6 +130,10 @@ data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
     throw InputError(concat(file.string(), ": /optimizer: ", message));
   }
   run.step = in.read_attr_int("/", "step");
+  run.run_id = checkpoint_run_id(in);
+  run.elapsed_seconds = in.has_attr("/", "elapsed_s") ? in.read_attr_double("/", "elapsed_s") : 0.0;
+  TF_CHECK_INPUT(std::isfinite(run.elapsed_seconds) && run.elapsed_seconds >= 0, file.string(),
+                 ": /elapsed_s must be a finite number of seconds >= 0, got ", run.elapsed_seconds);
   run.tokens_seen = in.read_attr_int("/", "tokens_seen");
   TF_CHECK_INPUT(run.step >= 0 && run.tokens_seen >= 0, file.string(), ": negative step or token count");
   const std::vector<uint64_t> rng = in.read_u64("rng", "dropout");
@@ -159,8 +171,6 @@ fs::path checkpoint_path(const fs::path& dir, int64_t step) {
   return dir / name;
 }
 
-namespace {
-// (step, path) of every finished checkpoint in `dir`, oldest first.
 std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
   std::vector<std::pair<int64_t, fs::path>> out;
   std::error_code ec;
@@ -176,7 +186,6 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const fs::path& dir) 
   std::sort(out.begin(), out.end());
   return out;
 }
-}  // namespace
 
 std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
   const auto all = list_checkpoints(dir);
@@ -184,12 +193,6 @@ std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
   return all.back().second;
 }
 
-void prune_checkpoints(const fs::path& dir, int64_t keep) {
-  const auto all = list_checkpoints(dir);
-  for (size_t i = 0; i + keep < all.size(); ++i) {
-    std::error_code ec;
-    fs::remove(all[i].second, ec);  // best effort: a leftover old checkpoint harms nothing
-  }
-}
+std::string checkpoint_run_id(const fs::path& file) { return checkpoint_run_id(H5Reader(file.string())); }
 
 }  // namespace tf::train

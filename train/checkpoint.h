@@ -34,9 +34,14 @@ data::BatcherState load_checkpoint_into(Run& run, const std::filesystem::path& f
 std::string checkpoint_recipe(const std::filesystem::path& file);
 std::string checkpoint_tokenizer(const std::filesystem::path& file);
 
-// runs/x/ckpt_000500.h5 naming, the newest checkpoint in a folder, and pruning to the newest `keep`.
+// The id of the run that wrote the checkpoint ("" for checkpoints from before run ids), read without
+// loading anything else (train/run_folder.h).
+std::string checkpoint_run_id(const std::filesystem::path& file);
+
+// runs/x/ckpt_000500.h5 naming, the finished checkpoints of a folder as (step, path) oldest first,
+// and the newest one. Pruning and choosing what to resume: train/run_folder.h.
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t step);
+std::vector<std::pair<int64_t, std::filesystem::path>> list_checkpoints(const std::filesystem::path& dir);
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
-void prune_checkpoints(const std::filesystem::path& dir, int64_t keep);
 
 }  // namespace tf::train

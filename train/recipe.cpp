@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -100,7 +101,9 @@ class Binder {
     set(key, value, at);
   }
 
-  Recipe finish() {
+  // default_run_dir: checkpoint.dir when the recipe does not set it ("runs/<recipe stem>").
+  Recipe finish(const std::string& default_run_dir = "") {
+    if (!where_.count("checkpoint.dir") && !default_run_dir.empty()) recipe_.checkpoint.dir = default_run_dir;
     auto& m = recipe_.model;
     // Defaults that follow from the architecture, unless the recipe set them.
     if (!where_.count("model.causal")) m.causal = m.arch == layers::Architecture::gpt;
@@ -186,7 +189,10 @@ class Binder {
 
 }  // namespace
 
-Recipe parse_recipe(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
+namespace {
+
+Recipe parse_with_default_dir(const std::string& text, const std::string& source,
+                              const std::vector<std::string>& overrides, const std::string& default_run_dir) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -196,7 +202,13 @@ Recipe parse_recipe(const std::string& text, const std::string& source, const st
   Binder binder(source);
   binder.bind_document(root);
   for (const std::string& o : overrides) binder.bind_override(o);
-  return binder.finish();
+  return binder.finish(default_run_dir);
+}
+
+}  // namespace
+
+Recipe parse_recipe(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
+  return parse_with_default_dir(text, source, overrides, "");
 }
 
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
@@ -204,7 +216,8 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
   TF_CHECK_INPUT(in, path, ": cannot read the recipe file (does it exist?)");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_recipe(text.str(), path, overrides);
+  // Each recipe gets its own run folder unless it names one: two recipes never share a folder by default.
+  return parse_with_default_dir(text.str(), path, overrides, "runs/" + std::filesystem::path(path).stem().string());
 }
 
 std::string Recipe::to_yaml() const {

@@ -55,7 +55,7 @@ struct EvalConfig {
 };
 
 struct CheckpointConfig {
-  std::string dir = "runs/default";
+  std::string dir = "runs/default";  // load_recipe: runs/<recipe file stem> unless the recipe sets it
   int64_t interval = 500;   // steps between checkpoints; the last step always writes one
   int64_t keep = 3;         // checkpoints kept in the run folder
 };

@@ -64,6 +64,8 @@ struct Run {
   Rng dropout_rng;          // dropout seeds during training
   int64_t step = 0;         // optimizer steps completed
   int64_t tokens_seen = 0;  // training tokens consumed
+  std::string run_id;       // which run the checkpoints belong to (Note [run folders]); "" before run ids
+  double elapsed_seconds = 0;  // training wall time before this process, from the checkpoint
 };
 
 // A fresh run: the model initialised from recipe.train.seed, step 0. The tokenizer fixes vocab_size.

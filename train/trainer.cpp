@@ -20,6 +20,7 @@
 #include "train/evaluate.h"
 #include "train/plan.h"
 #include "train/progress.h"
+#include "train/run_folder.h"
 #include "train/run.h"
 #include "train/sample.h"
 #include "train/step.h"
@@ -106,11 +107,10 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   // Data and run: fresh from the recipe, or from a checkpoint (its tokenizer, its state).
   const Corpus corpus = load_corpus(recipe.data);
   std::optional<fs::path> resume_from;
-  if (options.resume) {
-    resume_from = options.resume->empty() ? latest_checkpoint(dir) : std::optional<fs::path>(*options.resume);
-    TF_CHECK_INPUT(resume_from, "--resume: no checkpoint in the run folder ", dir.string(),
-                   " (name one: --resume runs/x/ckpt_00000500.h5)");
-  }
+  if (options.resume) resume_from = options.resume->empty() ? resume_checkpoint(dir) : fs::path(*options.resume);
+  // A fresh run claims its folder before any work: another run's files are refused or moved aside.
+  const RunFolderContents earlier = run_folder_contents(dir);
+  if (!resume_from && !options.dry_run) claim_fresh_run_folder(dir, options.overwrite, out);
   std::unique_ptr<data::Tokenizer> tokenizer =
       resume_from ? data::Tokenizer::from_string(checkpoint_tokenizer(*resume_from))
                   : train_tokenizer(recipe.data, corpus.train, recipe.model.arch);
@@ -124,6 +124,9 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
         << "openmp waiting        " << describe_wait_policy() << "\n"
         << "vocabulary            " << planned.model.vocab_size << " (" << planned.data.tokenizer << ")\n"
         << "data                  " << corpus.description << "\n";
+    if (!resume_from && !earlier.empty())
+      out << "run folder            " << dir.string() << " holds an earlier run (" << earlier.describe()
+          << "): a real run needs --resume or --overwrite\n";
     return {};
   }
   Run run = build_run(recipe, std::move(tokenizer));
@@ -135,11 +138,8 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   TF_CHECK_INPUT(!ec, "checkpoint.dir '", dir.string(), "': cannot create the run folder: ", ec.message());
-  {
-    std::ofstream resolved(dir / "recipe.yaml");
-    resolved << run.recipe.to_yaml();
-    TF_CHECK_INPUT(resolved.flush(), dir.string(), "/recipe.yaml: cannot write");
-  }
+  if (!resume_from) run.run_id = new_run_id();
+  const fs::path recipe_file = write_run_recipe(dir, run.recipe.to_yaml(), resume_from.has_value(), run.step);
   std::ofstream metrics(dir / "metrics.jsonl", std::ios::app);
   TF_CHECK_INPUT(metrics, dir.string(), "/metrics.jsonl: cannot open for writing");
 
@@ -161,10 +161,13 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   summary.final_step = run.step;
   std::optional<EvalResult> last_eval;
 
+  const double elapsed_before = run.elapsed_seconds;  // training time of earlier processes of this run
+  auto elapsed = [&] { return elapsed_before + progress.elapsed_seconds(); };
   auto write_checkpoint = [&] {
     const fs::path file = checkpoint_path(dir, run.step);
+    run.elapsed_seconds = elapsed();
     save_checkpoint(run, batches.state(), file);
-    prune_checkpoints(dir, run.recipe.checkpoint.keep);
+    prune_run_checkpoints(dir, run.recipe.checkpoint.keep, run.run_id);
     summary.last_checkpoint = file.string();
   };
 
@@ -190,7 +193,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
       metrics << "{\"step\": " << run.step << ", \"train_loss\": " << json_number(loss) << ", \"val_loss\": "
               << (val_loss >= 0 ? json_number(val_loss) : "null") << ", \"lr\": " << json_number(lr)
               << ", \"grad_norm\": " << json_number(grad_norm) << ", \"tokens_per_s\": " << progress.tokens_per_second()
-              << ", \"elapsed_s\": " << progress.elapsed_seconds() << "}\n";
+              << ", \"elapsed_s\": " << elapsed() << ", \"run\": \"" << run.run_id << "\"}\n";
       metrics.flush();
     }
     const bool interval = run.recipe.checkpoint.interval > 0 && run.step % run.recipe.checkpoint.interval == 0;
@@ -240,7 +243,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   report.program = options.program;
   report.checkpoint_dir = dir.string();
   report.last_checkpoint = summary.last_checkpoint;
-  report.recipe_path = (dir / "recipe.yaml").string();
+  report.recipe_path = recipe_file.string();
   report.prompt = run.recipe.sample.prompt;
   report.interrupted = summary.interrupted;
   print_run_report(out, report);

@@ -190,7 +190,8 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
     newest_due += newest_step == due;
     one_behind += newest_step == due - kInterval;
 
-    // Resume and finish. Without any checkpoint, --resume must say so, and a fresh start finishes.
+    // Resume and finish. Without any checkpoint, --resume must say so, and a fresh start (--overwrite:
+    // the folder holds the killed run's metrics) finishes.
     const auto resume_start = Clock::now();
     std::vector<std::string> resume = args;
     resume.push_back("--resume");
@@ -204,7 +205,10 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
       EXPECT_EQ(code, 2);
       EXPECT_NE(read_file(dir.string() + ".err2").find("no checkpoint in the run folder"), std::string::npos)
           << read_file(dir.string() + ".err2");
-      ASSERT_EQ(tf::testing::run_tapeformer(args, dir.string() + ".out2", dir.string() + ".err2"), 0)
+      // The folder holds the killed run's metrics and recipe: a fresh start moves them aside.
+      std::vector<std::string> fresh = args;
+      fresh.push_back("--overwrite");
+      ASSERT_EQ(tf::testing::run_tapeformer(fresh, dir.string() + ".out2", dir.string() + ".err2"), 0)
           << read_file(dir.string() + ".err2");
     }
     const double resume_seconds = seconds_since(resume_start);

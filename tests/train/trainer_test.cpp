@@ -184,7 +184,8 @@ TEST_F(Trainer, RunFolderHoldsTheRecipeAndOneMetricsRecordPerLoggedStep) {
 
   const auto metrics = read_metrics(dir / "metrics.jsonl");
   ASSERT_EQ(metrics.size(), 10u);
-  const std::vector<std::string> keys = {"step", "train_loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "elapsed_s"};
+  const std::vector<std::string> keys = {"step",         "train_loss", "val_loss", "lr",
+                                         "grad_norm",    "tokens_per_s", "elapsed_s", "run"};
   double previous_elapsed = 0;
   for (size_t i = 0; i < metrics.size(); ++i) {
     SCOPED_TRACE("record " + std::to_string(i));
@@ -194,6 +195,8 @@ TEST_F(Trainer, RunFolderHoldsTheRecipeAndOneMetricsRecordPerLoggedStep) {
     std::sort(sorted.begin(), sorted.end());
     EXPECT_EQ(found, sorted);
     EXPECT_EQ(metrics[i].at("step"), std::to_string(i + 1));
+    EXPECT_EQ(metrics[i].at("run"), metrics[0].at("run"));  // one run id, 16 hex digits in quotes
+    EXPECT_TRUE(std::regex_match(metrics[i].at("run"), std::regex("\"[0-9a-f]{16}\""))) << metrics[i].at("run");
     EXPECT_TRUE(std::isfinite(number(metrics[i], "train_loss")));
     EXPECT_GT(number(metrics[i], "grad_norm"), 0);
     EXPECT_GT(number(metrics[i], "lr"), 0);
