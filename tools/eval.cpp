@@ -5,6 +5,7 @@
 #include "data/text.h"
 #include "tools/commands.h"
 #include "train/checkpoint.h"
+#include "train/run_folder.h"
 #include "train/evaluate.h"
 #include "train/threads.h"
 #include "train/trainer.h"
@@ -15,12 +16,12 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint on the validation split or a text");
   static std::string checkpoint, text_path;
   static int64_t batches = 0;
-  cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5)")->required();
+  cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5), or a run folder for its newest checkpoint")->required();
   cmd->add_option("--text", text_path, "UTF-8 text file or folder to evaluate on (default: the recipe's validation split)");
   cmd->add_option("--batches", batches, "Evaluate at most this many batches; 0: the whole text")->check(non_negative());
   cmd->callback([&exit_code] {
     train::configure_threads(0);
-    train::LoadedRun loaded = train::load_checkpoint(checkpoint);
+    train::LoadedRun loaded = train::load_checkpoint(train::checkpoint_argument(checkpoint));
     const train::Run& run = loaded.run;
     const std::string text = text_path.empty() ? train::load_corpus(run.recipe.data).val : data::read_text(text_path);
     std::vector<int32_t> ids = train::tokenize(run, text);

@@ -7,20 +7,24 @@
 #include "layers/module.h"
 #include "tools/commands.h"
 #include "train/checkpoint.h"
+#include "train/run_folder.h"
 
 namespace tf::tools {
 
 void add_info_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("info", "Describe a checkpoint");
   static std::string checkpoint;
-  cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5)")->required();
+  cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5), or a run folder for its newest checkpoint")->required();
   cmd->callback([&exit_code] {
-    train::LoadedRun loaded = train::load_checkpoint(checkpoint);
+    const std::filesystem::path file = train::checkpoint_argument(checkpoint);
+    train::LoadedRun loaded = train::load_checkpoint(file);
     const train::Run& run = loaded.run;
-    const H5Reader in(checkpoint);
-    std::printf("checkpoint   %s (%.1f MiB, format %lld, written %s)\n", checkpoint.c_str(),
-                std::filesystem::file_size(checkpoint) / 1048576.0, static_cast<long long>(train::kCheckpointFormat),
+    const H5Reader in(file.string());
+    std::printf("checkpoint   %s (%.1f MiB, format %lld, written %s)\n", file.c_str(),
+                std::filesystem::file_size(file) / 1048576.0, static_cast<long long>(train::kCheckpointFormat),
                 in.read_attr_string("/", "created").c_str());
+    std::printf("run          %s (%.0f s of training)\n", run.run_id.empty() ? "(no id: written before run ids)" : run.run_id.c_str(),
+                run.elapsed_seconds);
     std::printf("step         %lld of %lld\ntokens seen  %lld\ntokenizer    %s, vocabulary %d\n\nrecipe:\n",
                 static_cast<long long>(run.step), static_cast<long long>(run.recipe.train.steps),
                 static_cast<long long>(run.tokens_seen), std::string(run.tokenizer->kind()).c_str(),

@@ -24,6 +24,7 @@ int exit_now(int code) {
 int main(int argc, char** argv) {
   tf::train::apply_default_wait_policy(argv);  // first: it may re-execute the program
   CLI::App app{"tapeformer: train small transformer language models on the CPU"};
+  app.set_version_flag("--version", "tapeformer " TAPEFORMER_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;
   tf::tools::add_train_command(app, exit_code);
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);

@@ -4,6 +4,7 @@
 #include "layers/models/gpt.h"
 #include "tools/commands.h"
 #include "train/checkpoint.h"
+#include "train/run_folder.h"
 #include "train/sample.h"
 #include "train/threads.h"
 #include "train/trainer.h"
@@ -14,7 +15,7 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("sample", "Generate text from a GPT checkpoint");
   static std::string checkpoint, prompt = "The ";
   static train::SampleOptions o{200, 0.8, 0, 1.0, 0};
-  cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5)")->required();
+  cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5), or a run folder for its newest checkpoint")->required();
   cmd->add_option("--prompt", prompt, "Text to continue")->capture_default_str();
   cmd->add_option("--tokens", o.tokens, "Tokens to generate")->capture_default_str()->check(non_negative());
   cmd->add_option("--temperature", o.temperature, "Softmax temperature; 0 is greedy")->capture_default_str()->check(non_negative());
@@ -27,7 +28,7 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   cmd->callback([&exit_code] {
     o.kv_cache = !no_kv_cache;
     train::configure_threads(0);
-    train::LoadedRun loaded = train::load_checkpoint(checkpoint);
+    train::LoadedRun loaded = train::load_checkpoint(train::checkpoint_argument(checkpoint));
     const auto* gpt = dynamic_cast<const layers::Gpt*>(loaded.run.model.get());
     TF_CHECK_INPUT(gpt, checkpoint, ": sampling needs a GPT checkpoint; this one holds a BERT (try `tapeformer eval`)");
     std::vector<int32_t> generated;

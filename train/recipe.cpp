@@ -129,7 +129,9 @@ class Binder {
     check(r.schedule.min_lr <= r.optim.lr, "schedule.min_lr", "schedule.min_lr must not exceed optim.lr");
     check(r.schedule.warmup_steps <= r.train.steps, "schedule.warmup_steps",
           "schedule.warmup_steps (" + std::to_string(r.schedule.warmup_steps) + ") exceeds train.steps (" +
-              std::to_string(r.train.steps) + ")");
+              std::to_string(r.train.steps) + (where_.count("train.steps") ? ", from " + where_.at("train.steps") : "") +
+              "): the warmup must end within the run; shorten it too, e.g. --set schedule.warmup_steps=" +
+              std::to_string(r.train.steps / 10) + " (a tenth of the run)");
     check(!r.optim.nesterov || r.optim.name == "sgd", "optim.nesterov", "optim.nesterov applies to optim.name: sgd only");
     check(!r.optim.nesterov || r.optim.momentum > 0, "optim.nesterov", "Nesterov momentum needs optim.momentum > 0");
     check(m.arch == layers::Architecture::gpt || r.sample.tokens == 0 || !where_.count("sample.tokens"),

@@ -119,6 +119,23 @@ fs::path resume_checkpoint(const fs::path& dir) {
   return all.back().second;
 }
 
+fs::path checkpoint_argument(const std::string& argument) {
+  const fs::path path(argument);
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    TF_CHECK_INPUT(!list_checkpoints(path).empty(), argument, ": a folder without checkpoints (ckpt_<step>.h5)");
+    return resume_checkpoint(path);
+  }
+  if (fs::exists(path, ec) || ec) return path;  // opening it reports what is wrong with it
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const auto held = list_checkpoints(folder);
+  if (held.empty()) return path;  // no run folder here either: the reader's "no such file" names it
+  std::string names;
+  for (const auto& [step, file] : held) names += (names.empty() ? "" : ", ") + file.filename().string();
+  throw InputError(concat(argument, ": no such checkpoint; ", folder.string(), " holds ", names,
+                          " (or pass the folder for the newest)"));
+}
+
 void prune_run_checkpoints(const fs::path& dir, int64_t keep, const std::string& run_id) {
   std::vector<fs::path> own;  // oldest first
   for (const auto& [step, file] : list_checkpoints(dir)) {

@@ -35,6 +35,10 @@ void claim_fresh_run_folder(const std::filesystem::path& dir, bool overwrite, st
 // none, or holds checkpoints of more than one run (then the user names one).
 std::filesystem::path resume_checkpoint(const std::filesystem::path& dir);
 
+// The checkpoint a command line names (sample, eval, info): a file, or a run folder for its run's
+// newest checkpoint. A missing file is an InputError that lists the checkpoints its folder does hold.
+std::filesystem::path checkpoint_argument(const std::string& argument);
+
 // Removes the oldest checkpoints of run `run_id` beyond the newest `keep`; checkpoints of other runs,
 // and files that cannot be read, are never touched.
 void prune_run_checkpoints(const std::filesystem::path& dir, int64_t keep, const std::string& run_id);

@@ -50,6 +50,12 @@ int configure_threads(int64_t requested) {
   return omp_get_max_threads();
 }
 
+std::string threads_origin(int64_t requested) {
+  if (const char* env = std::getenv("OMP_NUM_THREADS"))
+    return std::string(" (OMP_NUM_THREADS=") + env + (requested > 0 ? ", overriding train.threads)" : ")");
+  return requested > 0 ? " (train.threads)" : "";
+}
+
 const char* default_spin_count(const char* command) {
   return command != nullptr && std::strcmp(command, "sample") == 0 ? "10000" : "1000";
 }

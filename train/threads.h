@@ -13,6 +13,9 @@ namespace tf::train {
 // Sets OpenMP's thread count: `requested` when positive, else the physical cores; OMP_NUM_THREADS
 // wins when set. Returns the count.
 int configure_threads(int64_t requested);
+// Where the thread count came from, for the banner: " (OMP_NUM_THREADS=4, overriding train.threads)",
+// " (train.threads)", or "" (the physical cores).
+std::string threads_origin(int64_t requested);
 
 // The spin count before a waiting OpenMP thread sleeps that the program uses unless the user set
 // OMP_WAIT_POLICY or GOMP_SPINCOUNT, by command (argv[1]): "10000" for sample, "1000" otherwise.

@@ -132,7 +132,12 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   Run run = build_run(recipe, std::move(tokenizer));
   const std::vector<int32_t> train_ids = tokenize(run, corpus.train);
   Batches batches(run.recipe, *run.tokenizer, train_ids, static_cast<uint64_t>(recipe.train.seed));
-  if (resume_from) batches.restore(load_checkpoint_into(run, *resume_from));
+  if (resume_from) {
+    batches.restore(load_checkpoint_into(run, *resume_from));
+    TF_CHECK_INPUT(run.step < run.recipe.train.steps, "--resume: ", resume_from->string(), " is at step ", run.step,
+                   ", and train.steps is ", run.recipe.train.steps, ": nothing is left to train. To train further, raise it: ",
+                   "--set train.steps=", run.step + run.recipe.train.steps, " (or any value above ", run.step, ")");
+  }
   const Validation validation{tokenize(run, corpus.val), count_code_points(corpus.val)};
 
   std::error_code ec;
@@ -145,7 +150,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
 
   out << "tapeformer: " << (run.recipe.model.arch == layers::Architecture::gpt ? "GPT" : "BERT") << ", "
       << plan.parameters << " parameters, vocabulary " << run.recipe.model.vocab_size << ", " << threads
-      << " threads, " << corpus.description << "\n";
+      << " threads" << threads_origin(run.recipe.train.threads) << ", " << corpus.description << "\n";
   if (resume_from) out << "resuming from " << resume_from->string() << " at step " << run.step << "\n";
 
   // Until the loop ends: Ctrl-C writes a checkpoint; anomaly mode checks every op.

@@ -182,9 +182,16 @@ TEST_F(RunFolder, ResumeKeepsTheFirstRecipeAndContinuesElapsedTime) {
   const auto records = read_metrics(dir_ / "metrics.jsonl");
   ASSERT_EQ(records.size(), 6u);
   EXPECT_GE(tf::testing::number(records[4], "elapsed_s"), elapsed_at_4);  // step 5, the resumed process
-  // Resuming with the same recipe writes no second file.
-  train(longer, resume);
-  EXPECT_FALSE(fs::exists(dir_ / "recipe.resume-6.yaml"));
+  // Resumed as the run last was (from its step-4 checkpoint, with the recipe of recipe.resume-4.yaml),
+  // no new recipe file; with nothing left to train, exit 2 and no file at all.
+  auto count = [&] { return std::distance(fs::directory_iterator(dir_), fs::directory_iterator()); };
+  const auto files = count();
+  TrainOptions again = quiet_;
+  again.resume = checkpoint_path(dir_, 4).string();
+  train(longer, again);
+  EXPECT_EQ(count(), files);
+  EXPECT_NE(error_of(longer, resume).find("nothing is left to train"), std::string::npos);
+  EXPECT_EQ(count(), files);
 }
 
 // Each recipe file has its own run folder unless it names one.

@@ -1,0 +1,96 @@
+// Everyday use (issue "a run folder is the user's data", part 3): a short run on a shipped recipe says
+// how to shorten its warmup, naming the --set; sample, eval and info take a run folder, and a wrong
+// checkpoint name lists those that exist; --resume with nothing left to train exits 2 saying how to
+// train further; the banner says when OMP_NUM_THREADS overrides train.threads; --version.
+#include <gtest/gtest.h>
+
+#include "train/checkpoint.h"
+#include "train/run_fixture.h"
+
+namespace tf::train {
+namespace {
+
+namespace fs = std::filesystem;
+using tf::testing::read_file;
+
+class Everyday : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    text_ = tmp_.path() / "text.txt";
+    tf::testing::write_file(text_, tf::testing::english_text(6000));
+  }
+  struct Outcome {
+    int code;
+    std::string out, err;
+  };
+  Outcome run(const std::vector<std::string>& args) const {
+    const int code = tf::testing::run_tapeformer(args, tmp_.path() / "out.txt", tmp_.path() / "err.txt");
+    return {code, read_file(tmp_.path() / "out.txt"), read_file(tmp_.path() / "err.txt")};
+  }
+  std::vector<std::string> train(std::vector<std::string> sets) const {
+    sets.push_back("eval.interval=0");
+    return tf::testing::train_args("tiny_gpt", text_, dir_, tmp_.path() / "cache", sets);
+  }
+
+  tf::testing::RunTempDir tmp_;
+  fs::path text_, dir_ = tmp_.path() / "run";
+};
+
+void expect_has(const std::string& text, const std::string& fragment) {
+  EXPECT_NE(text.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << text;
+}
+
+TEST_F(Everyday, AShortRunNamesItsSetAndTheWarmupThatFits) {
+  const Outcome o = run(train({"train.steps=3"}));  // tiny_gpt.yaml warms up for 5 steps
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "schedule.warmup_steps (5) exceeds train.steps (3, from --set train.steps=3): the warmup must "
+                    "end within the run; shorten it too, e.g. --set schedule.warmup_steps=0");
+}
+
+TEST_F(Everyday, CommandsTakeARunFolderAndListCheckpointsForAWrongName) {
+  ASSERT_EQ(run(train({"train.steps=12", "checkpoint.interval=6", "schedule.warmup_steps=2"})).code, 0);
+  const std::string newest = checkpoint_path(dir_, 12).string();
+  Outcome o = run({"info", dir_.string()});
+  EXPECT_EQ(o.code, 0) << o.err;
+  expect_has(o.out, "checkpoint   " + newest);
+  o = run({"eval", dir_.string()});
+  EXPECT_EQ(o.code, 0) << o.err;
+  o = run({"sample", dir_.string(), "--tokens", "5"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  o = run({"eval", (dir_ / "ckpt_12.h5").string()});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, (dir_ / "ckpt_12.h5").string() + ": no such checkpoint; " + dir_.string() +
+                        " holds ckpt_00000006.h5, ckpt_00000012.h5 (or pass the folder for the newest)");
+  o = run({"info", tmp_.path().string()});  // a folder without checkpoints
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, tmp_.path().string() + ": a folder without checkpoints");
+}
+
+TEST_F(Everyday, ResumeWithNothingLeftToTrainExitsTwo) {
+  ASSERT_EQ(run(train({"train.steps=6", "schedule.warmup_steps=2"})).code, 0);
+  const auto files = list_checkpoints(dir_);
+  std::vector<std::string> resume = train({"train.steps=6", "schedule.warmup_steps=2"});
+  resume.push_back("--resume");
+  const Outcome o = run(resume);
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "--resume: " + checkpoint_path(dir_, 6).string() + " is at step 6, and train.steps is 6: nothing "
+                    "is left to train. To train further, raise it: --set train.steps=12");
+  EXPECT_EQ(list_checkpoints(dir_), files);
+}
+
+TEST_F(Everyday, BannerSaysWhenOmpNumThreadsOverridesTrainThreads) {
+  ::setenv("OMP_NUM_THREADS", "1", 1);
+  const Outcome o = run(train({"train.steps=2", "schedule.warmup_steps=0", "train.threads=2"}));
+  ::unsetenv("OMP_NUM_THREADS");
+  EXPECT_EQ(o.code, 0) << o.err;
+  expect_has(o.out, "1 threads (OMP_NUM_THREADS=1, overriding train.threads)");
+}
+
+TEST_F(Everyday, VersionIsPrinted) {
+  const Outcome o = run({"--version"});
+  EXPECT_EQ(o.code, 0);
+  expect_has(o.out, "tapeformer " TAPEFORMER_VERSION_FOR_TESTS);
+}
+
+}  // namespace
+}  // namespace tf::train
