@@ -3,25 +3,54 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
 #include <string>
 
 namespace tf::tools {
 
-// A number >= 0: "--temperature: must be a number >= 0, got -1". (CLI11's NonNegativeNumber
-// prints its range with DBL_MAX written out in full, 300 digits.)
-inline CLI::Validator non_negative() {
+// Every numeric flag has a range, like the recipe's keys, and says it: "--tokens: must be an integer in
+// [0, 1000000], got 1000000000000". The whole text must parse (no "12abc", no "-1" for a count, no
+// wrap-around past the type's limit). (CLI11's own range validators print DBL_MAX written out in full.)
+inline CLI::Validator integer_in(int64_t lo, int64_t hi) {
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        int64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const bool ok = ec == std::errc() && end == text.data() + text.size() && value >= lo && value <= hi;
+        return ok ? "" : "must be an integer in " + range + ", got " + text;
+      },
+      "INTEGER in " + range);
+}
+
+// A number in [lo, hi], or (lo, hi] when lo_open.
+inline CLI::Validator number_in(double lo, double hi, bool lo_open = false) {
+  std::ostringstream range;
+  range << (lo_open ? "(" : "[") << lo << ", " << hi << "]";
+  return CLI::Validator(
+      [lo, hi, lo_open, text_range = range.str()](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        const bool parsed = !text.empty() && end == text.c_str() + text.size() && std::isfinite(value);
+        const bool ok = parsed && (lo_open ? value > lo : value >= lo) && value <= hi;
+        return ok ? "" : "must be a number in " + text_range + ", got " + text;
+      },
+      "NUMBER in " + range.str());
+}
+
+// A seed: any integer in [0, 2^64 - 1], digits only.
+inline CLI::Validator seed_value() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        size_t used = 0;
-        double value = -1;
-        try {
-          value = std::stod(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        return used == text.size() && value >= 0 ? "" : "must be a number >= 0, got " + text;
+        uint64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const bool ok = ec == std::errc() && end == text.data() + text.size() && !text.empty() && text[0] != '-';
+        return ok ? "" : "must be an integer in [0, 18446744073709551615], got " + text;
       },
-      "NUMBER >= 0");
+      "INTEGER in [0, 2^64 - 1]");
 }
 
 void add_gradcheck_command(CLI::App& app, int& exit_code);

@@ -18,7 +18,8 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   static int64_t batches = 0;
   cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5), or a run folder for its newest checkpoint")->required();
   cmd->add_option("--text", text_path, "UTF-8 text file or folder to evaluate on (default: the recipe's validation split)");
-  cmd->add_option("--batches", batches, "Evaluate at most this many batches; 0: the whole text")->check(non_negative());
+  cmd->add_option("--batches", batches, "Evaluate at most this many batches; 0: the whole text")
+      ->check(integer_in(0, int64_t{1} << 40));
   cmd->callback([&exit_code] {
     train::configure_threads(0);
     train::LoadedRun loaded = train::load_checkpoint(train::checkpoint_argument(checkpoint));

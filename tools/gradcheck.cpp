@@ -146,13 +146,20 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   ops_flag->excludes(model_opt);
   cmd->add_option("--set", model.overrides, "Override a recipe key, e.g. --set model.position=rope (repeatable)")
       ->needs(model_opt);
-  cmd->add_option("--vocab", model.vocab, "Vocabulary size of the checked model")->capture_default_str();
-  cmd->add_option("--seq-len", model.seq_len, "Sequence length T (also max_seq_len)")->capture_default_str();
-  cmd->add_option("--batch", model.batch, "Batch size B")->capture_default_str();
-  cmd->add_option("--d-model", model.d_model, "d_model (default: 8, rounded to fit the recipe's heads)");
-  cmd->add_option("--layers", model.layers, "Transformer blocks")->capture_default_str();
+  // Finite differences cost two forward passes per parameter element: the ranges keep a check to minutes.
+  cmd->add_option("--vocab", model.vocab, "Vocabulary size of the checked model")
+      ->capture_default_str()
+      ->check(integer_in(2, 512));
+  cmd->add_option("--seq-len", model.seq_len, "Sequence length T (also max_seq_len)")
+      ->capture_default_str()
+      ->check(integer_in(1, 64));
+  cmd->add_option("--batch", model.batch, "Batch size B")->capture_default_str()->check(integer_in(1, 16));
+  cmd->add_option("--d-model", model.d_model, "d_model (default: 8, rounded to fit the recipe's heads)")
+      ->check(integer_in(1, 256));
+  cmd->add_option("--layers", model.layers, "Transformer blocks")->capture_default_str()->check(integer_in(1, 8));
   cmd->add_option("--perturb", model.perturb, "Add normal(0, STD) to every parameter before checking (0: at init)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_in(0, 10));
   cmd->callback([&exit_code] {
     if (!ops && model.recipe.empty()) throw CLI::RequiredError("--ops or --model");
     exit_code = ops ? check_ops() : check_model(model);

@@ -1,11 +1,13 @@
 // The `tapeformer` program: parses the command line and maps errors to messages and exit codes
 // (0 success, 2 bad input or usage, 1 internal failure).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
 #include "framework/error.h"
 #include "tools/commands.h"
+#include "train/recipe.h"
 #include "train/threads.h"
 
 namespace {
@@ -41,6 +43,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A misspelled command ("trian") reaches CLI11 as a stray argument: name it and the nearest one.
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+    if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      const std::string near = tf::train::closest_name(argv[1], names);
+      std::string all;
+      for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+      std::cerr << "error: unknown command '" << argv[1] << "'" << (near.empty() ? "" : " (did you mean '" + near + "'?)")
+                << "; the commands are " << all << " (tapeformer --help)\n";
+      return 2;
+    }
     app.exit(e);
     return 2;
   } catch (const tf::InputError& e) {

@@ -17,11 +17,17 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   static train::SampleOptions o{200, 0.8, 0, 1.0, 0};
   cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5), or a run folder for its newest checkpoint")->required();
   cmd->add_option("--prompt", prompt, "Text to continue")->capture_default_str();
-  cmd->add_option("--tokens", o.tokens, "Tokens to generate")->capture_default_str()->check(non_negative());
-  cmd->add_option("--temperature", o.temperature, "Softmax temperature; 0 is greedy")->capture_default_str()->check(non_negative());
-  cmd->add_option("--top-k", o.top_k, "Keep the k most likely tokens; 0 keeps all")->capture_default_str()->check(non_negative());
-  cmd->add_option("--top-p", o.top_p, "Nucleus sampling mass in (0, 1]")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--tokens", o.tokens, "Tokens to generate")->capture_default_str()->check(integer_in(0, 1000000));
+  cmd->add_option("--temperature", o.temperature, "Softmax temperature; 0 is greedy")
+      ->capture_default_str()
+      ->check(number_in(0, 1000));
+  cmd->add_option("--top-k", o.top_k, "Keep the k most likely tokens; 0 keeps all")
+      ->capture_default_str()
+      ->check(integer_in(0, 1 << 30));
+  cmd->add_option("--top-p", o.top_p, "Nucleus sampling: keep the most likely tokens whose probabilities sum to p")
+      ->capture_default_str()
+      ->check(number_in(0, 1, /*lo_open=*/true));
+  cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str()->check(seed_value());
   static bool no_kv_cache = false;
   cmd->add_flag("--no-kv-cache", no_kv_cache,
                 "Recompute the whole context for every token instead of decoding with a KV cache (same tokens, slower)");

@@ -16,6 +16,7 @@ namespace tf::train {
 
 namespace {
 
+// Levenshtein distance: insertions, deletions and substitutions of one character each cost 1.
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -31,17 +32,12 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+
 // " (did you mean 'optim.lr'?)" when a known key is close, else "".
 std::string did_you_mean(const std::string& key) {
-  const std::string section = key.substr(0, key.find('.'));
-  std::string best;
-  size_t best_distance = std::max<size_t>(3, key.size() / 3) + 1;
-  for (const Field& f : recipe_fields()) {
-    // Compare within the section by the short name too, so "lerning_rate" finds "lr" less eagerly
-    // than "optim.lrr" finds "optim.lr".
-    const size_t d = edit_distance(key, f.key);
-    if (d < best_distance) best_distance = d, best = f.key;
-  }
+  std::vector<std::string> keys;
+  for (const Field& f : recipe_fields()) keys.push_back(f.key);
+  const std::string best = closest_name(key, keys);
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
@@ -214,6 +210,17 @@ Recipe parse_recipe(const std::string& text, const std::string& source, const st
 }
 
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {  // a folder reads as an empty recipe: refuse it
+    std::vector<std::string> yaml;
+    for (const auto& e : std::filesystem::directory_iterator(path, ec))
+      if (e.path().extension() == ".yaml") yaml.push_back(e.path().filename().string());
+    std::sort(yaml.begin(), yaml.end());
+    std::string listed;
+    for (const std::string& y : yaml) listed += (listed.empty() ? "" : ", ") + y;
+    throw InputError(path + ": is a folder, not a recipe file" +
+                     (listed.empty() ? std::string() : " (it holds " + listed + ")"));
+  }
   std::ifstream in(path, std::ios::binary);
   TF_CHECK_INPUT(in, path, ": cannot read the recipe file (does it exist?)");
   std::stringstream text;
@@ -241,6 +248,14 @@ std::string Recipe::to_yaml() const {
   }
   out << YAML::EndMap << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(3, word.size() / 3) + 1;
+  for (const std::string& c : candidates)
+    if (const size_t d = edit_distance(word, c); d < best_distance) best_distance = d, best = c;
+  return best;
 }
 
 std::vector<RecipeKeyDoc> recipe_keys() {

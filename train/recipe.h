@@ -88,6 +88,10 @@ struct Recipe {
 };
 
 // Parses and validates. `overrides` are "section.key=value" strings.
+// The candidate nearest to `word` by edit distance, if within max(3, |word| / 3); else "". For "did
+// you mean" suggestions (recipe keys, command names).
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
+
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {});
 Recipe parse_recipe(const std::string& yaml_text, const std::string& source_name,
                     const std::vector<std::string>& overrides = {});

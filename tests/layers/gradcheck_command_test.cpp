@@ -123,6 +123,10 @@ TEST(GradcheckCommandErrors, BadInputExitsWithTwo) {
   EXPECT_EQ(run("gradcheck --model " + recipe_path("gpt_tiny.yaml") + " --set model.position=rope --d-model 6").exit_code, 2);
   EXPECT_EQ(run("gradcheck").exit_code, 2);                                   // neither --ops nor --model
   EXPECT_EQ(run("gradcheck --ops --model " + recipe_path("gpt_tiny.yaml")).exit_code, 2);  // both
+  // Ranged flags: a check of a 10,000-token vocabulary would run for hours.
+  const ProgramRun huge = run("gradcheck --model " + recipe_path("gpt_tiny.yaml") + " --vocab 10000");
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_NE(huge.output.find("--vocab: must be an integer in [2, 512], got 10000"), std::string::npos) << huge.output;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // evaluation, each through the program (exit code 2, "error: " and the message on stderr) or the
 // library call the program makes. And the doc itself: every test it names exists.
 #include <gtest/gtest.h>
+
+#include <tuple>
 #include <hdf5.h>
 
 #include <regex>
@@ -55,6 +57,24 @@ class Errors : public ::testing::Test {
 
 void expect_has(const std::string& message, const std::string& fragment) {
   EXPECT_NE(message.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << message;
+}
+
+// A misspelled command is named with the nearest one; a folder given as the recipe is refused (it
+// read as an empty recipe and trained the default model).
+TEST_F(Errors, MisspelledCommandAndRecipeFolderAreNamed) {
+  Outcome o = run({"trian", "r.yaml"});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: unknown command 'trian' (did you mean 'train'?); the commands are train, sample, eval, "
+                    "info, gradcheck");
+  o = run({"xyzzy"});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: unknown command 'xyzzy'; the commands are");
+  fs::create_directories(tmp_ / "recipes");
+  tf::testing::write_file(tmp_ / "recipes" / "a.yaml", "model:\n  d_model: 32\n");
+  o = run({"train", (tmp_ / "recipes").string()});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: " + (tmp_ / "recipes").string() + ": is a folder, not a recipe file (it holds a.yaml)");
+  EXPECT_FALSE(fs::exists("runs/recipes")) << "a run started";
 }
 
 TEST_F(Errors, CommandLineUsageExitsWithTwo) {
@@ -174,8 +194,27 @@ TEST_F(Errors, SamplingAndEvaluationRefuseBadRequests) {
   expect_has(o.err, "error: sample: the prompt is empty; give at least one token to continue");
   o = run({"sample", gpt.string(), "--temperature", "-1"});
   EXPECT_EQ(o.code, 2);
-  expect_has(o.err, "--temperature: must be a number >= 0, got -1");
+  expect_has(o.err, "--temperature: must be a number in [0, 1000], got -1");
   EXPECT_LT(o.err.size(), 200u) << o.err;
+  // Every numeric flag has a range and refuses text that does not parse whole: no allocation of a
+  // trillion tokens, no seed that wraps around, no probability mass of 0.
+  for (const auto& [flag, value, said] :
+       {std::tuple{"--tokens", "1000000000000", "--tokens: must be an integer in [0, 1000000], got 1000000000000"},
+        std::tuple{"--tokens", "9223372036854775807", "--tokens: must be an integer in [0, 1000000]"},
+        std::tuple{"--tokens", "12abc", "--tokens: must be an integer in [0, 1000000], got 12abc"},
+        std::tuple{"--seed", "-1", "--seed: must be an integer in [0, 18446744073709551615], got -1"},
+        std::tuple{"--seed", "18446744073709551616", "--seed: must be an integer in [0, 18446744073709551615]"},
+        std::tuple{"--top-p", "0", "--top-p: must be a number in (0, 1], got 0"},
+        std::tuple{"--top-k", "-3", "--top-k: must be an integer in [0, 1073741824], got -3"},
+        std::tuple{"--temperature", "inf", "--temperature: must be a number in [0, 1000], got inf"}}) {
+    o = run({"sample", gpt.string(), flag, value});
+    EXPECT_EQ(o.code, 2) << flag << " " << value;
+    expect_has(o.err, said);
+    EXPECT_EQ(o.err.find(" The"), std::string::npos) << "the prompt was printed before the error";
+  }
+  o = run({"eval", gpt.string(), "--batches", "-1"});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "--batches: must be an integer in [0, 1099511627776], got -1");
 
   tf::testing::write_file(tmp_ / "one.txt", "a");
   o = run({"eval", gpt.string(), "--text", (tmp_ / "one.txt").string()});
