@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <chrono>
 #include <ctime>
 
@@ -29,6 +30,25 @@ std::string utc_now() {
 
 // Checks the file's parameters against the run's model and copies them in. Every mismatch is
 // gathered so the error says all that differs at once.
+// The first non-finite element of t, as " holds nan at element 17", or "" when every one is finite. A
+// checkpoint of a diverged run would otherwise load and fail later far from its cause (or, through
+// a kernel that treats a row of NaN like a masked row, give finite, wrong results).
+std::string first_non_finite(const Tensor& t) {
+  std::string found;
+  dispatch(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* x = t.data<T>();
+      for (int64_t i = 0; i < t.numel(); ++i)
+        if (!std::isfinite(x[i])) {
+          found = concat(" holds ", x[i], " at element ", i);
+          return;
+        }
+    }
+  });
+  return found;
+}
+
 void load_parameters(const H5Reader& in, const fs::path& file, const layers::ParamList& params) {
   const std::vector<std::string> stored = in.list("model");
   std::vector<std::string> problems;
@@ -42,6 +62,10 @@ void load_parameters(const H5Reader& in, const fs::path& file, const layers::Par
       problems.push_back("parameter '" + p.name + "' is " + t.shape().to_string() + " " + dtype_name(t.dtype()) +
                          " in the checkpoint but " + p.tensor.shape().to_string() + " " +
                          dtype_name(p.tensor.dtype()) + " in the recipe's model");
+      continue;
+    }
+    if (const std::string bad = first_non_finite(t); !bad.empty()) {
+      problems.push_back("parameter '" + p.name + "'" + bad + " (a diverged run: resume from an earlier checkpoint)");
       continue;
     }
     p.tensor.copy_from(t);
@@ -123,7 +147,13 @@ data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
   check_format(in, file);
   load_parameters(in, file, run.params);
   try {
-    run.optimizer->load_state(optim::load_optimizer_state(in, "optimizer"));
+    const optim::OptimizerState state = optim::load_optimizer_state(in, "optimizer");
+    for (const auto& [name, param_state] : state.params)
+      for (const auto& [slot, tensor] : param_state.slots)
+        if (const std::string bad = first_non_finite(tensor); !bad.empty())
+          throw InputError(concat(file.string(), ": /optimizer: state '", slot, "' of parameter '", name, "'", bad,
+                                  " (a diverged run: resume from an earlier checkpoint)"));
+    run.optimizer->load_state(state);
   } catch (const InputError& e) {  // the optimizer's messages do not know the file
     const std::string message = e.what();
     if (message.find(file.string()) != std::string::npos) throw;

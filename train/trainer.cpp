@@ -139,6 +139,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
                    "--set train.steps=", run.step + run.recipe.train.steps, " (or any value above ", run.step, ")");
   }
   const Validation validation{tokenize(run, corpus.val), count_code_points(corpus.val)};
+  if (options.before_training) options.before_training(run);
 
   std::error_code ec;
   fs::create_directories(dir, ec);

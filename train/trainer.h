@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
+#include <functional>
 #include <string>
 
 #include "train/recipe.h"
+#include "train/run.h"
 
 namespace tf::train {
 
@@ -22,6 +24,9 @@ struct TrainOptions {
   std::string profile;                 // "wall" or "cpu": print time per op and phase at the end
   std::ostream* out = nullptr;         // progress and reports (default std::cout)
   std::string program = "tapeformer";  // how the user runs the program, for the next commands the report suggests
+  // Called once the run is built (and restored, with --resume), before the first step: to inspect or
+  // alter it from code, e.g. freeze or poison a parameter in a test.
+  std::function<void(Run&)> before_training;
 };
 
 struct TrainSummary {

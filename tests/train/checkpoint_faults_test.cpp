@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "framework/io/hdf5_io.h"
 #include "support/errors.h"
@@ -94,6 +95,34 @@ TEST_F(CheckpointFaults, ParameterOfTheWrongDtypeOrRankIsNamed) {
   const fs::path ints = altered("ints", [](hid_t f) { replace_dataset(f, std::string("/model/") + kParam, H5T_STD_I64LE, {96, 32}); });
   expect_mentions(error_message<InputError>([&] { load_checkpoint(ints); }),
                   {ints.string(), std::string("dataset '/model/") + kParam + "'", "found signed 64-bit integer"});
+}
+
+// A checkpoint of a diverged run (a NaN in a weight, an infinity in Adam's state) with a valid integrity
+// header: loading names the tensor and the element, and the program exits 2, for eval and sample too.
+TEST_F(CheckpointFaults, NonFiniteWeightsOrOptimizerStateAreNamed) {
+  LoadedRun nan_weight = load_checkpoint(good_);
+  for (auto& p : nan_weight.run.params)
+    if (p.name == "blocks.0.attn.qkv.weight") p.tensor.data<float>()[17] = std::numeric_limits<float>::quiet_NaN();
+  const fs::path file = tmp_ / "nan.h5";
+  save_checkpoint(nan_weight.run, nan_weight.batches, file);
+  expect_mentions(error_message<InputError>([&] { load_checkpoint(file); }),
+                  {file.string(), "parameter 'blocks.0.attn.qkv.weight' holds nan at element 17",
+                   "a diverged run: resume from an earlier checkpoint"});
+  for (const char* command : {"eval", "sample", "info"}) {
+    const int code = tf::testing::run_tapeformer({command, file.string()}, tmp_ / "out", tmp_ / "err");
+    EXPECT_EQ(code, 2) << command;
+    expect_mentions(read_file(tmp_ / "err"), {"holds nan at element 17"});
+  }
+
+  LoadedRun inf_state = load_checkpoint(good_);
+  optim::OptimizerState state = inf_state.run.optimizer->state();
+  Tensor& slot = state.params.at("ln_f.weight").slots.at("exp_avg_sq");
+  slot.data<float>()[3] = std::numeric_limits<float>::infinity();
+  inf_state.run.optimizer->load_state(state);
+  const fs::path file2 = tmp_ / "inf.h5";
+  save_checkpoint(inf_state.run, inf_state.batches, file2);
+  expect_mentions(error_message<InputError>([&] { load_checkpoint(file2); }),
+                  {file2.string(), ": /optimizer: state 'exp_avg_sq' of parameter 'ln_f.weight' holds inf at element 3"});
 }
 
 TEST_F(CheckpointFaults, ForgedHugeShapesAreRefusedBeforeAllocating) {

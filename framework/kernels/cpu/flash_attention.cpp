@@ -234,7 +234,8 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
     // l = exp(m - m_new) l + rowsum P, and the accumulator is rescaled by the same exp(m - m_new).
     for (int64_t ii = 0; ii < nr; ++ii) {
       float* p = w.s + ii * kBlockK;  // (Bc)
-      const float m_new = std::max(w.m[ii], row_max(p, kBlockK));
+      const float block_max = row_max(p, kBlockK);  // NaN when the block's row holds only NaN
+      const float m_new = block_max != block_max ? block_max : std::max(w.m[ii], block_max);
       if (m_new == kNegInf) {  // nothing visible in this row yet
         std::fill(p, p + kBlockK, 0.0f);
         continue;

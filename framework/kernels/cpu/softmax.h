@@ -36,8 +36,14 @@ inline float row_max(const float* x, int64_t n) {
   if (m == lowest) {
     for (int64_t j = 0; j < n; ++j)
       if (x[j] == lowest) return lowest;
-    return -std::numeric_limits<float>::infinity();
+    m = -std::numeric_limits<float>::infinity();
   }
+  // The comparison skips NaN, so a row of NaN would look like a masked row (max -inf) and come out as
+  // zeros: finite and wrong. Such a row's max is NaN instead, so NaN reaches the output (and anomaly
+  // mode stops at this op). Rows with a finite max need no check: exp(NaN - max) is NaN there already.
+  if (m == -std::numeric_limits<float>::infinity())
+    for (int64_t j = 0; j < n; ++j)
+      if (x[j] != x[j]) return x[j];
   return m;
 }
 

@@ -53,7 +53,7 @@ T masked_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, in
     for (int64_t c = 0; c < d.head_dim; ++c) dot += qi[c] * k[j * d.head_dim + c];
     s[j] = static_cast<T>(d.scale) * dot;
     mask.add_score_bias(d, h, i, j, 1, &s[j]);
-    if (s[j] > max) max = s[j];
+    if (s[j] > max || std::isnan(s[j])) max = std::isnan(max) ? max : s[j];  // NaN sticks: it must reach the output
   }
   return max;
 }
