@@ -6,6 +6,7 @@
 #include <fstream>
 #include <vector>
 
+#include "data/text.h"
 #include "framework/error.h"
 
 namespace tf::data {
@@ -104,10 +105,12 @@ BrownSplits prepare_brown(const fs::path& raw_dir, const fs::path& out_dir) {
                  "': ", fetch_hint);
   std::vector<fs::path> documents;
   fs::file_time_type newest_raw = fs::file_time_type::min();
-  for (const auto& entry : fs::directory_iterator(raw_dir)) {
-    if (!entry.is_regular_file() || !is_document_name(entry.path().filename().string())) continue;
-    documents.push_back(entry.path());
-    newest_raw = std::max(newest_raw, entry.last_write_time());
+  for (const fs::path& file : regular_files_in(raw_dir, "prepare_brown")) {
+    if (!is_document_name(file.filename().string())) continue;
+    documents.push_back(file);
+    const fs::file_time_type written = fs::last_write_time(file, ec);
+    TF_CHECK_INPUT(!ec, "prepare_brown: '", file.string(), "': ", ec.message());
+    newest_raw = std::max(newest_raw, written);
   }
   TF_CHECK_INPUT(!documents.empty(), "prepare_brown: '", raw_dir.string(),
                  "' holds no Brown documents (ca01 .. cr09): ", fetch_hint);

@@ -63,14 +63,32 @@ std::string read_file(const fs::path& file) {
 
 }  // namespace
 
+std::vector<fs::path> regular_files_in(const fs::path& folder, const char* who) {
+  // The error_code forms throughout: a symlink loop or an unreadable entry in a user's folder is bad
+  // input that names its path, not a filesystem_error escaping as an internal error.
+  std::error_code ec;
+  fs::directory_iterator it(folder, ec);
+  TF_CHECK_INPUT(!ec, who, ": cannot list the folder '", folder.string(), "': ", ec.message());
+  std::vector<fs::path> files;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    TF_CHECK_INPUT(!ec, who, ": cannot list the folder '", folder.string(), "': ", ec.message());
+    std::error_code entry_ec;
+    const bool regular = it->is_regular_file(entry_ec);
+    TF_CHECK_INPUT(!entry_ec, who, ": '", it->path().string(), "': ", entry_ec.message(),
+                   " (a symbolic link loop, or an entry this user cannot read?)");
+    if (regular) files.push_back(it->path());
+  }
+  return files;
+}
+
 std::string read_text(const fs::path& path) {
   std::error_code ec;
-  TF_CHECK_INPUT(fs::exists(path, ec), "read_text: '", path.string(), "' does not exist");
+  const bool exists = fs::exists(path, ec);
+  TF_CHECK_INPUT(!ec, "read_text: '", path.string(), "': ", ec.message());
+  TF_CHECK_INPUT(exists, "read_text: '", path.string(), "' does not exist");
   if (!fs::is_directory(path, ec)) return read_file(path);
 
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(path))
-    if (entry.is_regular_file()) files.push_back(entry.path());
+  std::vector<fs::path> files = regular_files_in(path, "read_text");
   TF_CHECK_INPUT(!files.empty(), "read_text: folder '", path.string(), "' holds no files");
   std::sort(files.begin(), files.end());
   std::string text;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace tf::data {
@@ -15,6 +16,10 @@ namespace tf::data {
 // unreadable, a folder holds no files, or a file is not valid UTF-8 (naming the file and the byte
 // offset of the first bad byte within it).
 std::string read_text(const std::filesystem::path& path);
+
+// The regular files directly in `folder` (symbolic links to files count), unsorted. An entry that
+// cannot be examined (a symbolic link loop, no permission) is an InputError naming it, after `who`.
+std::vector<std::filesystem::path> regular_files_in(const std::filesystem::path& folder, const char* who);
 
 // Byte offset of the first byte that does not start a well-formed UTF-8 sequence (RFC 3629:
 // no overlong forms, no surrogates U+D800..DFFF, nothing above U+10FFFF, no truncated sequence),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "framework/error.h"
@@ -57,6 +58,11 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   } catch (const tf::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return exit_now(2);
+  } catch (const std::filesystem::filesystem_error& e) {
+    // Every path the program touches is the user's (recipe, data, run folder): a file system refusal
+    // is bad input, and the message names the path ("filesystem error: ...: Permission denied [p]").
     std::cerr << "error: " << e.what() << "\n";
     return exit_now(2);
   } catch (const std::exception& e) {

@@ -56,5 +56,18 @@ TEST(ReadText, MissingPathAndEmptyFolderAreInputErrors) {
   EXPECT_THROW(read_text(dir / "empty"), InputError);
 }
 
+// A symbolic link loop in a corpus folder (or an entry that cannot be examined) is bad input naming
+// the entry, not a filesystem_error escaping as an internal error; a loop given as the path itself too.
+TEST(ReadText, SymlinkLoopsAreInputErrorsNamingThePath) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "corpus");
+  write_file(dir / "corpus" / "a.txt", "some text");
+  std::filesystem::create_symlink("loop", dir / "corpus" / "loop");  // loop -> loop
+  tf::testing::expect_error<InputError>([&] { read_text(dir / "corpus"); },
+                                        "read_text: '" + (dir / "corpus" / "loop").string() + "': ");
+  tf::testing::expect_error<InputError>([&] { read_text(dir / "corpus" / "loop"); },
+                                        "read_text: '" + (dir / "corpus" / "loop").string() + "'");
+}
+
 }  // namespace
 }  // namespace tf::data
