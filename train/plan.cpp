@@ -1,6 +1,8 @@
 // FLOPs and memory estimates for a recipe's model.
 #include "train/plan.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "layers/models/model.h"
@@ -30,6 +32,17 @@ RunPlan plan_run(const Recipe& r) {
   const double activations = 4.0 * B * T * (L * per_token_layer + 3 * V);  // + logits, their grad
   p.peak_bytes = state_bytes + activations;
   return p;
+}
+
+double machine_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+std::string gibibytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
 }
 
 std::string RunPlan::to_string() const {

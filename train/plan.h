@@ -20,4 +20,8 @@ struct RunPlan {
 // From the recipe alone (layers::parameter_shapes): nothing of the model is allocated.
 RunPlan plan_run(const Recipe& recipe);
 
+// The machine's physical memory in bytes (0 when unknown), and bytes as GiB with one decimal ("23.4").
+double machine_memory_bytes();
+std::string gibibytes(double bytes);
+
 }  // namespace tf::train

@@ -110,7 +110,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   if (options.resume) resume_from = options.resume->empty() ? resume_checkpoint(dir) : fs::path(*options.resume);
   // A fresh run claims its folder before any work: another run's files are refused or moved aside.
   const RunFolderContents earlier = run_folder_contents(dir);
-  if (!resume_from && !options.dry_run) claim_fresh_run_folder(dir, options.overwrite, out);
+  if (!resume_from && !options.dry_run && !options.overwrite) claim_fresh_run_folder(dir, false, out);  // refuse early
   std::unique_ptr<data::Tokenizer> tokenizer =
       resume_from ? data::Tokenizer::from_string(checkpoint_tokenizer(*resume_from))
                   : train_tokenizer(recipe.data, corpus.train, recipe.model.arch);
@@ -129,6 +129,14 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
           << "): a real run needs --resume or --overwrite\n";
     return {};
   }
+  // A run that cannot fit is refused before anything is allocated (or any earlier run moved aside).
+  const double memory = machine_memory_bytes();
+  TF_CHECK_INPUT(memory <= 0 || plan.peak_bytes <= memory, "the run needs about ", gibibytes(plan.peak_bytes),
+                 " GiB (", plan.parameters, " parameters, from model.d_model, model.n_layers, model.d_ff and ",
+                 "the vocabulary, with their gradients and optimizer state; activations from train.batch_size and ",
+                 "data.seq_len), more than this machine's ", gibibytes(memory), " GiB of memory: make the model or ",
+                 "the batch smaller (train --dry-run prints the plan)");
+  if (!resume_from && options.overwrite) claim_fresh_run_folder(dir, true, out);
   Run run = build_run(recipe, std::move(tokenizer));
   const std::vector<int32_t> train_ids = tokenize(run, corpus.train);
   Batches batches(run.recipe, *run.tokenizer, train_ids, static_cast<uint64_t>(recipe.train.seed));

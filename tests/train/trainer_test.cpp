@@ -244,6 +244,18 @@ TEST_F(Trainer, DryRunOfAModelFarTooLargeForTheMachinePrintsItsPlan) {
   EXPECT_FALSE(fs::exists(tmp_ / "run"));
 }
 
+// The same model for real is refused before anything is allocated (it used to end in bad_alloc, exit
+// 1), naming its size, the machine's memory and the keys that drive the size; nothing is written.
+TEST_F(Trainer, ARunThatCannotFitInMemoryIsRefusedBeforeAllocating) {
+  const auto a = args({"train.steps=5", "model.d_model=65536", "model.n_heads=1"});
+  EXPECT_EQ(tf::testing::run_tapeformer(a, tmp_ / "out.txt", tmp_ / "err.txt"), 2);
+  const std::string err = read_file(tmp_ / "err.txt");
+  EXPECT_TRUE(std::regex_search(err, std::regex(R"(error: the run needs about \d+\.\d GiB \(\d+ parameters, from model\.d_model)")))
+      << err;
+  EXPECT_NE(err.find("GiB of memory: make the model or the batch smaller"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(tmp_ / "run" / "metrics.jsonl"));
+}
+
 TEST_F(Trainer, KeepLeavesOnlyTheNewestCheckpoints) {
   train(recipe({"train.steps=6", "checkpoint.interval=1", "checkpoint.keep=2", "eval.interval=0"}), quiet_);
   std::vector<std::string> files;
