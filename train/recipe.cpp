@@ -33,8 +33,31 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 
-// " (did you mean 'optim.lr'?)" when a known key is close, else "".
+// Names other trainers use (nanoGPT, Hugging Face) for our keys: suggested when written here.
+const std::map<std::string, std::string>& usual_names() {
+  static const std::map<std::string, std::string> names = {
+      {"learning_rate", "optim.lr"},        {"lr", "optim.lr"},
+      {"max_iters", "train.steps"},         {"max_steps", "train.steps"},
+      {"num_train_steps", "train.steps"},   {"iterations", "train.steps"},
+      {"n_embd", "model.d_model"},          {"hidden_size", "model.d_model"},
+      {"n_head", "model.n_heads"},          {"num_attention_heads", "model.n_heads"},
+      {"n_layer", "model.n_layers"},        {"num_hidden_layers", "model.n_layers"},
+      {"block_size", "data.seq_len"},       {"max_position_embeddings", "model.max_seq_len"},
+      {"intermediate_size", "model.d_ff"},  {"warmup_iters", "schedule.warmup_steps"},
+      {"warmup_steps", "schedule.warmup_steps"}, {"weight_decay", "optim.weight_decay"},
+      {"grad_clip", "train.grad_clip"},     {"gradient_accumulation_steps", "train.grad_accum"},
+      {"eval_interval", "eval.interval"},   {"batch_size", "train.batch_size"},
+      {"seed", "train.seed"},               {"out_dir", "checkpoint.dir"}};
+  return names;
+}
+
+// " (did you mean 'optim.lr'?)" when a known key is close, or the key is another tool's name for
+// one of ours, else "".
 std::string did_you_mean(const std::string& key) {
+  const std::string short_name = key.substr(key.find('.') + 1);
+  for (const std::string& name : {key, short_name, key.substr(0, key.find('.'))})
+    if (auto it = usual_names().find(name); it != usual_names().end() && it->second != key)
+      return " (did you mean '" + it->second + "'?)";
   std::vector<std::string> keys;
   for (const Field& f : recipe_fields()) keys.push_back(f.key);
   const std::string best = closest_name(key, keys);
@@ -63,6 +86,10 @@ class Binder {
     for (const auto& section : root) {
       const std::string at = mark(source_, section.first.Mark());
       const std::string name = key_name(section.first, at);
+      if (const size_t dot = name.find('.'); dot != std::string::npos && known.count(name.substr(0, dot)))
+        fail(at, "'" + name + "' is one YAML key with a dot in it; in a recipe, nest it: '" + name.substr(0, dot) +
+                     ":' on its own line, then '  " + name.substr(dot + 1) + ": ...' indented below it (the dotted "
+                     "form is for --set)");
       if (!known.count(name)) {
         std::string list;
         for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
@@ -122,6 +149,12 @@ class Binder {
           "data.corpus is 'files' but data.train_path is empty: name a UTF-8 text file or folder");
     check(r.data.corpus != "brown" || r.data.train_path.empty(), "data.train_path",
           "data.train_path is set but data.corpus is 'brown': set data.corpus: files to train on your own text");
+    check(r.data.corpus != "brown" || r.data.val_path.empty(), "data.val_path",
+          "data.val_path is set but data.corpus is 'brown' (which has its own validation split): set data.corpus: "
+          "files to use your own text");
+    check(m.arch != layers::Architecture::gpt || r.sample.tokens == 0 || !r.sample.prompt.empty(), "sample.prompt",
+          "sample.prompt is empty: the sample printed after training continues it; give it some text, or set "
+          "sample.tokens: 0");
     check(r.schedule.min_lr <= r.optim.lr, "schedule.min_lr", "schedule.min_lr must not exceed optim.lr");
     check(r.schedule.warmup_steps <= r.train.steps, "schedule.warmup_steps",
           "schedule.warmup_steps (" + std::to_string(r.schedule.warmup_steps) + ") exceeds train.steps (" +

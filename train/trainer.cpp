@@ -60,6 +60,13 @@ struct LoopScope {
 };
 
 // Validation: sequential batches over the validation ids (the same ones every time).
+// Where the validation text came from, for messages.
+std::string validation_source(const DataConfig& d) {
+  if (d.corpus == "brown") return "data/brown/val.txt";
+  if (!d.val_path.empty()) return "data.val_path '" + d.val_path + "'";
+  return "the last 10% of data.train_path '" + d.train_path + "'";
+}
+
 struct Validation {
   std::vector<int32_t> ids;
   int64_t chars = 0;  // code points of the validation text, for bits per character
@@ -147,6 +154,12 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
                    "--set train.steps=", run.step + run.recipe.train.steps, " (or any value above ", run.step, ")");
   }
   const Validation validation{tokenize(run, corpus.val), count_code_points(corpus.val)};
+  // One evaluation window needs data.seq_len + 1 tokens: found now, not at the first evaluation.
+  const int64_t window = run.recipe.data.seq_len + 1;
+  TF_CHECK_INPUT(run.recipe.eval.interval == 0 || static_cast<int64_t>(validation.ids.size()) >= window,
+                 "the validation text (", validation_source(run.recipe.data), ") has ", validation.ids.size(),
+                 " tokens, fewer than one evaluation window of data.seq_len + 1 = ", window,
+                 ": give more validation text, lower data.seq_len, or set eval.interval: 0");
   if (options.before_training) options.before_training(run);
 
   std::error_code ec;

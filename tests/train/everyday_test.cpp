@@ -28,7 +28,7 @@ class Everyday : public ::testing::Test {
     return {code, read_file(tmp_.path() / "out.txt"), read_file(tmp_.path() / "err.txt")};
   }
   std::vector<std::string> train(std::vector<std::string> sets) const {
-    sets.push_back("eval.interval=0");
+    sets.insert(sets.begin(), "eval.interval=0");  // a test may set it again
     return tf::testing::train_args("tiny_gpt", text_, dir_, tmp_.path() / "cache", sets);
   }
 
@@ -84,6 +84,17 @@ TEST_F(Everyday, BannerSaysWhenOmpNumThreadsOverridesTrainThreads) {
   ::unsetenv("OMP_NUM_THREADS");
   EXPECT_EQ(o.code, 0) << o.err;
   expect_has(o.out, "1 threads (OMP_NUM_THREADS=1, overriding train.threads)");
+}
+
+// A validation text too short for one evaluation window is found before the first step, naming the
+// file and the keys, not at the first evaluation after steps were spent.
+TEST_F(Everyday, AValidationTextTooShortIsFoundBeforeTraining) {
+  tf::testing::write_file(tmp_.path() / "val.txt", "ab");
+  const Outcome o = run(train({"data.val_path=" + (tmp_.path() / "val.txt").string(), "eval.interval=5"}));
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "the validation text (data.val_path '" + (tmp_.path() / "val.txt").string() + "') has ");
+  expect_has(o.err, "fewer than one evaluation window of data.seq_len + 1 = 33");
+  EXPECT_EQ(o.out.find("step 1/"), std::string::npos) << "a step ran first";
 }
 
 TEST_F(Everyday, VersionIsPrinted) {

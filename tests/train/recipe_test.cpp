@@ -98,7 +98,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"override without '='", "", {"train.steps"}, {"--set train.steps", "section.key=value"}},
         BadCase{"files corpus without path", "data:\n  corpus: files\n", {}, {"bad.yaml:2:3", "data.train_path"}},
         BadCase{"min_lr above lr", "optim:\n  lr: 0.001\nschedule:\n  min_lr: 0.01\n", {}, {"bad.yaml:4:3", "schedule.min_lr"}},
-        BadCase{"odd head_dim with rope", "model:\n  d_model: 12\n  n_heads: 4\n  position: rope\n", {}, {"bad.yaml:", "rope", "even head_dim"}}),
+        BadCase{"odd head_dim with rope", "model:\n  d_model: 12\n  n_heads: 4\n  position: rope\n", {}, {"bad.yaml:", "rope", "even head_dim"}},
+        BadCase{"dotted key in YAML", "model.d_model: 32\n", {},
+                {"bad.yaml:1:1", "'model.d_model' is one YAML key with a dot in it", "'model:' on its own line", "'  d_model: ...'"}},
+        BadCase{"another tool's name", "train:\n  max_iters: 3\n", {}, {"bad.yaml:2:3", "did you mean 'train.steps'"}},
+        BadCase{"another tool's name, override", "", {"optim.learning_rate=3e-4"}, {"did you mean 'optim.lr'"}},
+        BadCase{"empty sample prompt", "sample:\n  prompt: \"\"\n", {}, {"bad.yaml:2:3", "sample.prompt is empty", "sample.tokens: 0"}},
+        BadCase{"val_path with brown", "data:\n  val_path: v.txt\n", {}, {"bad.yaml:2:3", "data.val_path is set but data.corpus is 'brown'"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name;
       for (char ch : std::string(info.param.what)) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
