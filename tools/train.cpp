@@ -30,6 +30,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   static std::string profile;
   static bool anomaly = false;
   static bool overwrite = false;
+  static bool accept_changes = false;
   cmd->add_option("recipe", recipe_path, "Recipe file (YAML), e.g. recipes/gpt_brown_char.yaml")->required();
   cmd->add_option("--set", overrides, "Override a recipe key: --set optim.lr=3e-4 (repeatable)");
   cmd->add_flag("--dry-run", dry_run, "Validate, build the model, print the resolved recipe and costs; train nothing");
@@ -49,12 +50,17 @@ void add_train_command(CLI::App& app, int& exit_code) {
                 "Start afresh in a run folder that holds an earlier run: its files move into "
                 "previous-<time>/ inside the folder (nothing is deleted)")
       ->excludes(resume_opt);
+  cmd->add_flag("--accept-changes", accept_changes,
+                "With --resume: continue with a recipe that changes the step count, schedule, learning rate, "
+                "evaluation, checkpoints, logging or sampling")
+      ->needs(resume_opt);
   cmd->callback([&exit_code, resume_opt, cmd] {
     if (anomaly) overrides.push_back("train.anomaly=true");
     const train::Recipe recipe = train::load_recipe(recipe_path, overrides);
     train::TrainOptions options;
     options.dry_run = dry_run;
     options.overwrite = overwrite;
+    options.accept_changes = accept_changes;
     options.profile = profile;
     options.program = program_as_typed(cmd->get_parent()->get_name());
     if (resume_opt->count() > 0) options.resume = resume;

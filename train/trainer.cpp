@@ -20,6 +20,7 @@
 #include "train/evaluate.h"
 #include "train/plan.h"
 #include "train/progress.h"
+#include "train/resume_changes.h"
 #include "train/run_folder.h"
 #include "train/run.h"
 #include "train/sample.h"
@@ -115,6 +116,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   const Corpus corpus = load_corpus(recipe.data);
   std::optional<fs::path> resume_from;
   if (options.resume) resume_from = options.resume->empty() ? resume_checkpoint(dir) : fs::path(*options.resume);
+  if (resume_from) check_resume_changes(*resume_from, recipe, options.accept_changes, out);
   // A fresh run claims its folder before any work: another run's files are refused or moved aside.
   const RunFolderContents earlier = run_folder_contents(dir);
   if (!resume_from && !options.dry_run && !options.overwrite) claim_fresh_run_folder(dir, false, out);  // refuse early

@@ -19,6 +19,7 @@ namespace tf::train {
 struct TrainOptions {
   bool dry_run = false;                // validate, build, print the plan; train nothing
   std::optional<std::string> resume;   // set: resume; empty string: the newest checkpoint in the run folder
+  bool accept_changes = false;         // a resume may change continuable keys (train/resume_changes.h)
   bool overwrite = false;              // a fresh run may move an earlier run's files aside (run_folder.h)
   bool sample_at_end = true;           // GPT: print recipe.sample.tokens of text after training
   std::string profile;                 // "wall" or "cpu": print time per op and phase at the end

@@ -262,6 +262,7 @@ TEST_F(CheckpointFaults, AFullDiskDuringSaveExitsWithTwoAndKeepsThePreviousCheck
                                              "checkpoint.interval=1"});
   std::vector<std::string> resume = args;
   resume.push_back("--resume");
+  resume.push_back("--accept-changes");  // 2 steps and checkpoint.interval 1 -> 3 steps, a checkpoint every step
   // Half a checkpoint: step 3 trains, and its checkpoint cannot be written.
   const int code = run_with_file_size_limit(resume, before.size() / 2, tmp_ / "full.out", tmp_ / "full.err");
   const std::string err = read_file(tmp_ / "full.err");

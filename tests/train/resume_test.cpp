@@ -117,6 +117,7 @@ TEST_P(ExactResume, SplitRunEqualsStraightRun) {
   ASSERT_TRUE(fs::exists(checkpoint_path(dir_b, kHalf)));
   TrainOptions resume = quiet;
   resume.resume = "";
+  resume.accept_changes = c.stop != Stop::interrupt;  // the shorter run's recipe had N steps, now 2N
   const TrainSummary b2 = train(split, resume);
   EXPECT_EQ(b2.steps_done, kHalf);
   EXPECT_EQ(b2.final_step, 2 * kHalf);
@@ -162,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(
       return std::get<0>(info.param).name + (std::get<1>(info.param) == 1 ? "OneThread" : "DefaultThreads");
     });
 
-TEST(Resume, AnotherWidthListsEveryDifferingParameter) {
+TEST(Resume, AnotherWidthIsRefusedKeyByKeyAndParameterByParameter) {
   TempDir tmp;
   const fs::path text = tmp / "text.txt";
   tf::testing::write_file(text, tf::testing::english_text(3000));
@@ -185,15 +186,31 @@ TEST(Resume, AnotherWidthListsEveryDifferingParameter) {
   }
   ASSERT_GT(differing.size(), 3u);
 
+  // --resume refuses the changed width from the recipes alone, key by key, before building anything.
   TrainOptions resume = quiet;
   resume.resume = "";
-  std::string message;
+  std::string refused;
   try {
     train(wide, resume);
   } catch (const InputError& e) {
+    refused = e.what();
+  }
+  EXPECT_NE(refused.find("--resume: the recipe differs from the checkpoint's (" + file.string() +
+                         ") where a run cannot continue:\n  model.d_model: 32 in the checkpoint, 48 now"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(refused.find("train.steps"), std::string::npos) << "a continuable key among the refused: " << refused;
+
+  // A checkpoint whose tensors do not fit the model (as a forged recipe would give) is refused by its
+  // parameters, every difference listed.
+  train::Run into = build_run(wide, data::Tokenizer::from_string(checkpoint_tokenizer(file)));
+  std::string message;
+  try {
+    load_checkpoint_into(into, file);
+  } catch (const InputError& e) {
     message = e.what();
   }
-  ASSERT_NE(message, "") << "resuming a d_model 32 checkpoint into d_model 48 did not fail";
+  ASSERT_NE(message, "") << "loading a d_model 32 checkpoint into d_model 48 did not fail";
   EXPECT_NE(message.find("does not match the model"), std::string::npos) << message;
   EXPECT_NE(message.find(file.filename().string()), std::string::npos) << message;
   // Listed: the first 20 differing parameters, then "... and K more".

@@ -90,6 +90,7 @@ TEST_F(RunFolder, AFreshRunNeverTakesOverAnotherRunsFolder) {
   // --resume continues B (to 8 steps), not A.
   TrainOptions resume = quiet_;
   resume.resume = "";
+  resume.accept_changes = true;  // more steps
   train(recipe({"train.steps=8", "checkpoint.interval=5", "checkpoint.keep=3"}), resume);
   EXPECT_EQ(checkpoint_run_id(checkpoint_path(dir_, 8)), b_id);
   EXPECT_NE(sink_.str().find("resuming from " + checkpoint_path(dir_, 5).string()), std::string::npos);
@@ -109,6 +110,7 @@ TEST_F(RunFolder, PruningAndResumeKeepToTheFoldersOwnRun) {
   EXPECT_EQ(steps, (std::vector<int64_t>{6, 40}));  // ours pruned to 1; theirs untouched
   TrainOptions resume = quiet_;
   resume.resume = "";
+  resume.accept_changes = true;  // more steps
   const std::string message = error_of(recipe({"train.steps=10"}), resume);
   EXPECT_NE(message.find("holds checkpoints of more than one run"), std::string::npos) << message;
   EXPECT_NE(message.find("--resume " + checkpoint_path(dir_, 40).string()), std::string::npos) << message;
@@ -175,6 +177,7 @@ TEST_F(RunFolder, ResumeKeepsTheFirstRecipeAndContinuesElapsedTime) {
 
   TrainOptions resume = quiet_;
   resume.resume = "";
+  resume.accept_changes = true;  // more steps
   const Recipe longer = recipe({"train.steps=6", "checkpoint.interval=4", "schedule.warmup_steps=2"});
   train(longer, resume);
   EXPECT_EQ(read_file(dir_ / "recipe.yaml"), recipe_yaml);
@@ -188,6 +191,7 @@ TEST_F(RunFolder, ResumeKeepsTheFirstRecipeAndContinuesElapsedTime) {
   const auto files = count();
   TrainOptions again = quiet_;
   again.resume = checkpoint_path(dir_, 4).string();
+  again.accept_changes = true;
   train(longer, again);
   EXPECT_EQ(count(), files);
   EXPECT_NE(error_of(longer, resume).find("nothing is left to train"), std::string::npos);
@@ -203,6 +207,33 @@ TEST(RunFolderDefault, IsRunsSlashTheRecipesStem) {
   EXPECT_EQ(load_recipe(file.string(), {"checkpoint.dir=elsewhere"}).checkpoint.dir, "elsewhere");
   tf::testing::write_file(file, "checkpoint:\n  dir: named\n");
   EXPECT_EQ(load_recipe(file.string()).checkpoint.dir, "named");
+}
+
+// A resume that changes the run: continuable keys need --accept-changes (and are then printed);
+// others are refused key by key, whatever the flag; nothing is written either way.
+TEST_F(RunFolder, ResumeNamesEveryChangeAndNeedsConsentForContinuableOnes) {
+  train(recipe({"train.steps=4", "schedule.warmup_steps=2", "checkpoint.interval=4"}), quiet_);
+  const auto before = snapshot();
+  TrainOptions resume = quiet_;
+  resume.resume = "";
+  const Recipe changed = recipe({"train.steps=6", "schedule.warmup_steps=2", "checkpoint.interval=4", "optim.lr=0.002"});
+  std::string message = error_of(changed, resume);
+  EXPECT_NE(message.find("the recipe changes the run (" + checkpoint_path(dir_, 4).string() +
+                         "):\n  optim.lr: 0.001 in the checkpoint, 0.002 now\n  train.steps: 4 in the checkpoint, 6 now"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("--accept-changes"), std::string::npos) << message;
+  resume.accept_changes = true;
+  message = error_of(recipe({"train.steps=6", "schedule.warmup_steps=2", "model.n_layers=3", "train.batch_size=3"}),
+                     resume);
+  EXPECT_NE(message.find("where a run cannot continue:\n  model.n_layers: 2 in the checkpoint, 3 now\n  "
+                         "train.batch_size: 4 in the checkpoint, 3 now"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(snapshot(), before);
+  train(changed, resume);
+  EXPECT_NE(sink_.str().find("continuing with changes (--accept-changes):\n  optim.lr: 0.001 in the checkpoint, 0.002 now"),
+            std::string::npos);
 }
 
 }  // namespace

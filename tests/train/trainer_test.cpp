@@ -102,6 +102,7 @@ TEST_F(Trainer, NanWeightStopsAtTheLossCheck) {
 
   TrainOptions resume = quiet_;
   resume.resume = "";
+  resume.accept_changes = true;  // train.steps 2 -> 4
   bool poisoned = false;
   resume.before_training = [&](tf::train::Run& run) {
     for (const auto& p : run.params)

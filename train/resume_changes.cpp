@@ -1,0 +1,59 @@
+// Recipe changes at --resume; see resume_changes.h.
+#include "train/resume_changes.h"
+
+#include <ostream>
+
+#include "framework/error.h"
+#include "train/checkpoint.h"
+#include "train/recipe_schema.h"
+
+namespace tf::train {
+
+namespace {
+
+// Keys a run can continue with: they change what happens from here on, not what the checkpoint holds
+// or how its state is to be read. Everything else (model.*, data.* but the cache, train.batch_size,
+// train.grad_accum, train.seed, the optimizer's kind, betas, eps, weight decay, ...) would make the
+// run something its checkpoint is not.
+bool continuable(const std::string& key) {
+  for (const char* prefix : {"schedule.", "eval.", "checkpoint.", "log.", "sample."})
+    if (key.rfind(prefix, 0) == 0) return true;
+  for (const char* exact : {"train.steps", "train.threads", "train.anomaly", "optim.lr", "data.cache_dir"})
+    if (key == exact) return true;
+  return false;
+}
+
+std::string listing(const std::vector<RecipeChange>& changes) {
+  std::string s;
+  for (const RecipeChange& c : changes) s += "\n  " + c.key + ": " + c.stored + " in the checkpoint, " + c.given + " now";
+  return s;
+}
+
+}  // namespace
+
+std::vector<RecipeChange> recipe_changes(const Recipe& stored, const Recipe& given) {
+  std::vector<RecipeChange> out;
+  for (const Field& f : recipe_fields()) {
+    const std::string a = f.get(stored), b = f.get(given);
+    if (a != b) out.push_back({f.key, a, b, continuable(f.key)});
+  }
+  return out;
+}
+
+void check_resume_changes(const std::filesystem::path& checkpoint, const Recipe& given, bool accept,
+                          std::ostream& out) {
+  const Recipe stored = parse_recipe(checkpoint_recipe(checkpoint), checkpoint.string() + ":/recipe");
+  std::vector<RecipeChange> refused, allowed;
+  for (RecipeChange& c : recipe_changes(stored, given)) (c.continuable ? allowed : refused).push_back(std::move(c));
+  const std::string own_recipe = (checkpoint.parent_path() / "recipe.yaml").string();
+  TF_CHECK_INPUT(refused.empty(), "--resume: the recipe differs from the checkpoint's (", checkpoint.string(),
+                 ") where a run cannot continue:", listing(refused), "\nResume with the run's own recipe (", own_recipe,
+                 "), or start a new run (another checkpoint.dir, or --overwrite)");
+  if (allowed.empty()) return;
+  TF_CHECK_INPUT(accept, "--resume: the recipe changes the run (", checkpoint.string(), "):", listing(allowed),
+                 "\nThe run can continue with these; say so with --accept-changes (the resumed recipe is kept beside "
+                 "the first, as recipe.resume-<step>.yaml)");
+  out << "continuing with changes (--accept-changes):" << listing(allowed) << "\n";
+}
+
+}  // namespace tf::train
