@@ -33,6 +33,12 @@ int32_t Tokenizer::id_of(std::string_view special) const {
                           known.empty() ? "none" : known, ")"));
 }
 
+int64_t Tokenizer::count_unknown(std::span<const int32_t> ids) const {
+  if (!has_special("<unk>")) return 0;
+  const int32_t unk = id_of("<unk>");
+  return std::count(ids.begin(), ids.end(), unk);
+}
+
 std::vector<int32_t> Tokenizer::special_ids() const {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < specials_.size(); ++i) ids.push_back(base_vocab_size() + static_cast<int32_t>(i));

@@ -45,6 +45,9 @@ class Tokenizer {
   virtual int32_t id_of(std::string_view special) const;
   // Every id that is not text: the added specials (and <unk> for the char tokenizer), ascending.
   virtual std::vector<int32_t> special_ids() const;
+  // How many of `ids` are the unknown token (<unk>: text outside a char vocabulary); 0 for a
+  // tokenizer without one (byte-level BPE encodes every text).
+  int64_t count_unknown(std::span<const int32_t> ids) const;
 
   virtual std::string to_string() const = 0;
   // Rebuilds either kind from to_string(); tf::InputError on a malformed form.

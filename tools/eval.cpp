@@ -26,6 +26,9 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     const train::Run& run = loaded.run;
     const std::string text = text_path.empty() ? train::load_corpus(run.recipe.data).val : data::read_text(text_path);
     std::vector<int32_t> ids = train::tokenize(run, text);
+    if (const int64_t unknown = run.tokenizer->count_unknown(ids))
+      std::fprintf(stderr, "note: %lld characters of the text are outside the checkpoint's vocabulary and were read as <unk>\n",
+                   static_cast<long long>(unknown));
     const auto& r = run.recipe;
     std::printf("checkpoint   %s (step %lld)\ntext         %s (%zu tokens)\n", checkpoint.c_str(),
                 static_cast<long long>(run.step), text_path.empty() ? "validation split" : text_path.c_str(), ids.size());

@@ -38,8 +38,12 @@ void add_sample_command(CLI::App& app, int& exit_code) {
     const auto* gpt = dynamic_cast<const layers::Gpt*>(loaded.run.model.get());
     TF_CHECK_INPUT(gpt, checkpoint, ": sampling needs a GPT checkpoint; this one holds a BERT (try `tapeformer eval`)");
     std::vector<int32_t> generated;
+    const std::vector<int32_t> prompt_ids = loaded.run.tokenizer->encode(prompt);
+    if (const int64_t unknown = loaded.run.tokenizer->count_unknown(prompt_ids))
+      std::cerr << "note: " << unknown << " characters of the prompt are outside the checkpoint's vocabulary and "
+                << "were read as <unk>\n";
     std::cout << prompt << std::flush;
-    train::sample(*gpt, loaded.run.tokenizer->encode(prompt), o, [&](int32_t id) { generated.push_back(id); });
+    train::sample(*gpt, prompt_ids, o, [&](int32_t id) { generated.push_back(id); });
     std::cout << loaded.run.tokenizer->decode(generated) << "\n";
     exit_code = 0;
   });

@@ -97,6 +97,18 @@ TEST_F(Everyday, AValidationTextTooShortIsFoundBeforeTraining) {
   EXPECT_EQ(o.out.find("step 1/"), std::string::npos) << "a step ran first";
 }
 
+// Characters outside a char vocabulary are read as <unk>: sample and eval say how many.
+TEST_F(Everyday, UnknownCharactersAreCounted) {
+  ASSERT_EQ(run(train({"train.steps=2", "schedule.warmup_steps=0"})).code, 0);  // English text: no 'é', no 'Ж'
+  Outcome o = run({"sample", dir_.string(), "--prompt", "caf\xc3\xa9 \xd0\x96\xd0\x96", "--tokens", "2"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  expect_has(o.err, "note: 3 characters of the prompt are outside the checkpoint's vocabulary and were read as <unk>");
+  tf::testing::write_file(tmp_.path() / "odd.txt", tf::testing::english_text(2000) + "\xc3\xa9\xc3\xa9");
+  o = run({"eval", dir_.string(), "--text", (tmp_.path() / "odd.txt").string()});
+  EXPECT_EQ(o.code, 0) << o.err;
+  expect_has(o.err, "note: 2 characters of the text are outside the checkpoint's vocabulary");
+}
+
 TEST_F(Everyday, VersionIsPrinted) {
   const Outcome o = run({"--version"});
   EXPECT_EQ(o.code, 0);
