@@ -29,11 +29,39 @@ double GradcheckReport::max_abs_error() const {
 std::string GradcheckReport::to_string() const {
   std::ostringstream out;
   out << std::scientific << std::setprecision(2);
-  for (const auto& t : tensors)
+  for (const auto& t : tensors) {
     out << "  " << t.name << " " << t.shape << ": max abs err " << t.max_abs_error << ", max rel err "
         << t.max_rel_error << ", failures " << t.failures << (t.shifted ? ", moved off kinks " : "")
-        << (t.shifted ? std::to_string(t.shifted) : "") << "\n";
+        << (t.shifted ? std::to_string(t.shifted) : "");
+    if (t.worst_index >= 0)
+      out << "; worst at " << index_in(t.shape, t.worst_index) << ": backward " << std::setprecision(6)
+          << t.worst_analytic << ", finite differences " << t.worst_numeric << std::setprecision(2);
+    out << "\n";
+  }
   return out.str();
+}
+
+std::string index_in(const Shape& shape, int64_t i) {
+  std::vector<int64_t> at(shape.rank());
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    at[d] = shape[d] > 0 ? i % shape[d] : 0;
+    i = shape[d] > 0 ? i / shape[d] : 0;
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < at.size(); ++d) s += (d ? ", " : "") + std::to_string(at[d]);
+  return s + "]";
+}
+
+std::string gradcheck_rule(const GradcheckOptions& o) {
+  std::ostringstream s;
+  s << "Each input's gradient from the tape (backward) is compared, element by element, with central\n"
+    << "finite differences in float64: (L(x + eps) - L(x - eps)) / (2 eps), eps = " << o.eps << ", where\n"
+    << "L = sum(w * f(inputs)) with fixed random weights w, so every output element counts. An element\n"
+    << "passes when |backward - numeric| <= " << o.rtol << " max(|backward|, |numeric|), or, for gradients\n"
+    << "near 0, <= " << o.atol << " max(1, |L|). Points where the function has a kink (ReLU at 0) are moved\n"
+    << "by " << o.kink_shift << " first. Columns: the largest absolute and relative error over the elements,\n"
+    << "and where the relative error is largest, the two values compared there.\n";
+  return s.str();
 }
 
 namespace {
@@ -116,6 +144,8 @@ GradcheckReport gradcheck(const GradcheckFn& f, std::vector<Tensor> inputs, std:
       // holds exactly when the error is within rtol relative or within the absolute floor.
       const double rel_err = abs_err / std::max({std::abs(analytic), std::abs(numeric), floor / opt.rtol});
       check.max_abs_error = std::max(check.max_abs_error, abs_err);
+      if (check.worst_index < 0 || !(rel_err <= check.max_rel_error))  // NaN counts as worst
+        check.worst_index = j, check.worst_analytic = analytic, check.worst_numeric = numeric;
       check.max_rel_error = std::max(check.max_rel_error, rel_err);
       if (!(rel_err <= opt.rtol)) ++check.failures;  // NaN fails too
     }

@@ -37,6 +37,9 @@ struct TensorGradCheck {
   double max_abs_error = 0, max_rel_error = 0;
   int64_t failures = 0;  // elements outside both tolerances
   int64_t shifted = 0;   // elements moved off a kink
+  // The element with the largest relative error: its flat index, and the two gradients compared there.
+  int64_t worst_index = -1;
+  double worst_analytic = 0, worst_numeric = 0;
   bool passed() const { return failures == 0; }
 };
 
@@ -47,6 +50,12 @@ struct GradcheckReport {
   double max_abs_error() const;
   std::string to_string() const;
 };
+
+// The multi-index of flat index i in `shape`, as "[2, 0, 3]".
+std::string index_in(const Shape& shape, int64_t i);
+
+// What gradcheck compares and when an element passes, in words, for the program's header.
+std::string gradcheck_rule(const GradcheckOptions& options = {});
 
 using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 

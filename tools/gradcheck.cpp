@@ -2,12 +2,15 @@
 //   --ops            every op of the framework (framework/ops/*_cases.cpp)
 //   --model R.yaml   every parameter of the recipe's model, shrunk by --vocab/--seq-len/--batch/
 //                    --d-model/--layers so that a full check takes seconds
+//   --explain        what a failure looks like: an op with a deliberately wrong backward
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "framework/autograd/tape.h"
 #include "framework/gradcheck.h"
+#include "framework/ops/elementwise.h"
 #include "layers/models/model.h"
 #include "tools/commands.h"
 #include "train/recipe.h"
@@ -16,7 +19,16 @@ namespace tf::tools {
 
 namespace {
 
+// "  [2, 0]  backward 1.234567e-02  numeric 1.234567e-02": where a tensor's relative error is largest.
+std::string worst_of(const TensorGradCheck& t) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "  %-10s backward %13.6e  numeric %13.6e", index_in(t.shape, t.worst_index).c_str(),
+                t.worst_analytic, t.worst_numeric);
+  return buf;
+}
+
 int check_ops() {
+  std::printf("%s\n", gradcheck_rule().c_str());
   std::printf("%-34s %-36s %12s %12s  %s\n", "op", "shapes", "max abs err", "max rel err", "result");
   int failed = 0;
   for (const OpCase& c : op_cases()) {
@@ -120,19 +132,63 @@ int check_model(const ModelCheckOptions& o) {
       },
       inputs, names);
 
-  std::vector<TensorGradCheck> rows = report.tensors;
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.max_rel_error > b.max_rel_error; });
+  // In model order (the order of parameters(): embeddings, then each block from its input on).
+  const std::vector<TensorGradCheck>& rows = report.tensors;
   size_t width = 9;
   for (const auto& r : rows) width = std::max(width, r.name.size());
-  std::printf("%-*s  %-12s %12s %12s  %s\n", (int)width, "parameter", "shape", "max abs err", "max rel err", "result");
+  std::printf("\n%s\n", gradcheck_rule().c_str());
+  std::printf("%-*s  %-12s %12s %12s  %-6s  %s\n", (int)width, "parameter", "shape", "max abs err", "max rel err",
+              "result", "worst element");
   int failed = 0;
   for (const auto& r : rows) {
     failed += !r.passed();
-    std::printf("%-*s  %-12s %12.2e %12.2e  %s\n", (int)width, r.name.c_str(), r.shape.to_string().c_str(),
-                r.max_abs_error, r.max_rel_error, r.passed() ? "pass" : "FAIL");
+    std::printf("%-*s  %-12s %12.2e %12.2e  %-6s%s\n", (int)width, r.name.c_str(), r.shape.to_string().c_str(),
+                r.max_abs_error, r.max_rel_error, r.passed() ? "pass" : "FAIL", worst_of(r).c_str());
   }
   std::printf("%zu parameters, %d failed (float64, central differences, eps 1e-6, rtol 1e-6)\n", rows.size(), failed);
   return failed == 0 ? 0 : 1;
+}
+
+// y = x * x with a backward that forgets the factor 2 (dx = dy x instead of 2 dy x): the kind of
+// slip a gradient check exists to catch.
+struct WrongSquareNode : Node {
+  Tensor x;
+  const char* op_name() const override { return "square (wrong backward)"; }
+  void backward() override { accumulate_grad(x, ops::mul(take_output_grad(), x)); }
+};
+
+Tensor wrong_square(const Tensor& x) {
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  const double* in = x.data<double>();
+  double* out = y.data<double>();
+  for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] * in[i];
+  if (needs_grad(x)) {
+    auto node = std::make_unique<WrongSquareNode>();
+    node->x = x;
+    record(std::move(node), {y});
+  }
+  return y;
+}
+
+int explain() {
+  std::printf("%s\n", gradcheck_rule().c_str());
+  std::printf("Two ops computing y = x * x on a (2, 3) input. The first is ops::mul(x, x), whose backward\n"
+              "gives dL/dx = 2 x dL/dy; the second has a backward that forgets the 2 (dL/dx = x dL/dy).\n\n");
+  Rng rng(7);
+  const Tensor x = gradcheck_input(rng, {2, 3}, "x");
+  for (bool wrong : {false, true}) {
+    const GradcheckReport r = gradcheck(
+        [wrong](const std::vector<Tensor>& in) { return wrong ? wrong_square(in[0]) : ops::mul(in[0], in[0]); },
+        {x.clone().set_requires_grad()}, {"x"});
+    const TensorGradCheck& t = r.tensors[0];
+    std::printf("%-26s max abs err %.2e, max rel err %.2e: %s\n  worst element%s\n\n",
+                wrong ? "square (wrong backward)" : "mul(x, x)", t.max_abs_error, t.max_rel_error,
+                t.passed() ? "pass" : "FAIL", worst_of(t).c_str());
+  }
+  std::printf("The failing op's backward is half the finite differences at every element (relative error\n"
+              "0.5, far above 1e-6): the table of `gradcheck --ops` or `--model` shows FAIL and this worst\n"
+              "element, which points at the backward to fix. docs/gradcheck.md explains the method.\n");
+  return 0;
 }
 
 }  // namespace
@@ -144,6 +200,10 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   CLI::Option* ops_flag = cmd->add_flag("--ops", ops, "Check every op of the framework");
   CLI::Option* model_opt = cmd->add_option("--model", model.recipe, "Check every parameter of this recipe's model");
   ops_flag->excludes(model_opt);
+  static bool explain_flag = false;
+  CLI::Option* explain_opt =
+      cmd->add_flag("--explain", explain_flag, "Show what is compared, and what a failure looks like (a wrong backward)");
+  explain_opt->excludes(ops_flag)->excludes(model_opt);
   cmd->add_option("--set", model.overrides, "Override a recipe key, e.g. --set model.position=rope (repeatable)")
       ->needs(model_opt);
   // Finite differences cost two forward passes per parameter element: the ranges keep a check to minutes.
@@ -161,7 +221,11 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(number_in(0, 10));
   cmd->callback([&exit_code] {
-    if (!ops && model.recipe.empty()) throw CLI::RequiredError("--ops or --model");
+    if (explain_flag) {
+      exit_code = explain();
+      return;
+    }
+    if (!ops && model.recipe.empty()) throw CLI::RequiredError("--ops, --model or --explain");
     exit_code = ops ? check_ops() : check_model(model);
   });
 }

@@ -2,6 +2,8 @@
 // BERT with each position encoding, and reads its exit code and table.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -55,11 +57,12 @@ std::vector<Row> table_rows(const std::string& output) {
       in_table = false;
       continue;
     }
-    // name  (d0, d1)  abs  rel  result: the shape has spaces, so read the name, then the last 3 fields.
+    // name  (d0, d1)  abs  rel  result  [i, j] backward a numeric b: the shape has spaces, so read the
+    // name, then the fields after the shape's ')'.
     Row row;
     std::istringstream fields(line);
     fields >> row.name;
-    const size_t close = line.rfind(')');
+    const size_t close = line.find(')');
     std::istringstream tail(line.substr(close + 1));
     double abs_err;
     tail >> abs_err >> row.max_rel_error >> row.result;
@@ -75,7 +78,7 @@ struct CommandCase {
 
 class GradcheckCommand : public ::testing::TestWithParam<CommandCase> {};
 
-TEST_P(GradcheckCommand, EveryParameterPassesAndTheTableIsSortedWorstFirst) {
+TEST_P(GradcheckCommand, EveryParameterPassesInModelOrderWithItsWorstElement) {
   const CommandCase c = GetParam();
   const std::string set = std::string("model.position=") + c.position;
   const ProgramRun r = run("gradcheck --model " + recipe_path(c.recipe) + " --set " + set +
@@ -99,7 +102,13 @@ TEST_P(GradcheckCommand, EveryParameterPassesAndTheTableIsSortedWorstFirst) {
     EXPECT_EQ(it->result, "pass") << p.name;
     EXPECT_LE(it->max_rel_error, 1e-6) << p.name;
   }
-  for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].max_rel_error, rows[i].max_rel_error) << r.output;
+  // In model order, each with its worst element, under a header that says what is compared.
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].name, params[i].name) << r.output;
+  EXPECT_NE(r.output.find("compared, element by element, with central\nfinite differences in float64"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("pass    \\[[0-9, ]+\\] +backward +[-0-9.e+]+ +numeric")))
+      << r.output;
   EXPECT_NE(r.output.find(std::string("position ") + c.position), std::string::npos) << r.output;
 }
 
@@ -113,6 +122,20 @@ INSTANTIATE_TEST_SUITE_P(
       const std::string recipe = info.param.recipe;
       return recipe.substr(0, recipe.find('_')) + "_" + info.param.position;
     });
+
+// --explain shows a passing and a failing op; the failing one's backward is half the finite differences.
+TEST(GradcheckCommand, ExplainShowsWhatAFailureLooksLike) {
+  const ProgramRun r = run("gradcheck --explain");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("mul\\(x, x\\) +max abs err [-0-9.e+]+, max rel err [-0-9.e+]+: pass")))
+      << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("square \\(wrong backward\\) +max abs err [-0-9.e+]+, max rel err "
+                                                          "5\\.00e-01: FAIL\n  worst element +\\[[0-9, ]+\\] +backward +"
+                                                          "([-0-9.e+]+) +numeric +([-0-9.e+]+)")))
+      << r.output;
+  EXPECT_NEAR(std::stod(m[1]) * 2, std::stod(m[2]), 1e-5 * std::abs(std::stod(m[2])));
+}
 
 TEST(GradcheckCommandErrors, BadInputExitsWithTwo) {
   EXPECT_EQ(run("gradcheck --model " + recipe_path("no_such_recipe.yaml")).exit_code, 2);
