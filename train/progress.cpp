@@ -85,6 +85,11 @@ void Progress::report_eval(int64_t step, const EvalResult& e) {
   out_ << line << "\n" << std::flush;
 }
 
+void Progress::note(const std::string& line) {
+  finish();
+  out_ << line << "\n" << std::flush;
+}
+
 void Progress::finish() {
   if (line_open_) out_ << "\n" << std::flush;
   line_open_ = false;

@@ -16,6 +16,7 @@ class Progress {
   Progress(std::ostream& out, int64_t total_steps, bool terminal);
   void update(int64_t step, double loss, double lr, int64_t tokens_this_step);
   void report_eval(int64_t step, const EvalResult& e);
+  void note(const std::string& line);  // a line of its own (a warning), between progress updates
   void finish();  // ends the redrawn line
   double tokens_per_second() const;
   double elapsed_seconds() const;

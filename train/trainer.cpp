@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <sstream>
 
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
@@ -67,6 +69,26 @@ std::string validation_source(const DataConfig& d) {
   if (!d.val_path.empty()) return "data.val_path '" + d.val_path + "'";
   return "the last 10% of data.train_path '" + d.train_path + "'";
 }
+
+// Warns once when the training loss climbs to 10 times its best: a diverging run otherwise finishes
+// quietly with exit 0 and a useless model. The loss can stay finite while diverging (a
+// non-finite one stops the run: Note in train_step).
+struct DivergenceWatch {
+  double best = std::numeric_limits<double>::infinity();
+  bool warned = false;
+  std::string check(const Run& run, double loss) {
+    best = std::min(best, loss);
+    if (warned || !(loss > 10 * best) || best <= 0) return "";
+    warned = true;
+    const Recipe& r = run.recipe;
+    std::ostringstream w;
+    w << "warning: step " << run.step << ": the training loss " << loss << " is over 10 times its best, " << best
+      << ": the run is diverging. Likely causes: the learning rate (optim.lr " << r.optim.lr << "; try a third of it)"
+      << (r.train.grad_clip > 0 ? "" : ", no gradient clipping (train.grad_clip: 0; 1.0 is usual)")
+      << (r.schedule.warmup_steps > 0 ? "" : ", no warmup (schedule.warmup_steps: 0)");
+    return w.str();
+  }
+};
 
 struct Validation {
   std::vector<int32_t> ids;
@@ -200,12 +222,14 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     summary.last_checkpoint = file.string();
   };
 
+  DivergenceWatch divergence;
   while (run.step < run.recipe.train.steps) {
     const double lr = run.schedule.lr_at(run.step);
     const StepResult step = train_step(run, batches, ctx);
     const double loss = step.loss, grad_norm = step.grad_norm;
     ++summary.steps_done;
     summary.last_loss = loss;
+    if (const std::string w = divergence.check(run, loss); !w.empty()) progress.note(w);
 
     const bool last = run.step == run.recipe.train.steps;
     double val_loss = -1;

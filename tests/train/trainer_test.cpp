@@ -91,6 +91,29 @@ TEST_F(Trainer, NonFiniteLossStopsNamingTheStepWithoutItsCheckpoint) {
   }
 }
 
+// A run whose loss climbs to 10 times its best without turning non-finite gets one warning naming
+// the likely causes. Plain SGD with momentum at learning rate 5, no clipping, no warmup: the loss
+// climbs within a few steps (and may later overflow, which stops the run; the warning comes first).
+TEST_F(Trainer, ADivergingRunIsWarnedAboutOnce) {
+  const Recipe r = recipe({"optim.name=sgd", "optim.lr=5", "optim.momentum=0.9", "optim.weight_decay=0",
+                           "schedule.kind=constant", "schedule.warmup_steps=0", "schedule.min_lr=0", "train.grad_clip=0",
+                           "train.steps=30", "eval.interval=0"});
+  std::string message;
+  try {
+    train(r, quiet_);
+  } catch (const InputError& e) {
+    message = e.what();  // a loss that overflows stops the run; the warning must have come before
+  }
+  const std::string out = sink_.str();
+  const size_t at = out.find("is over 10 times its best");
+  ASSERT_NE(at, std::string::npos) << out << message;
+  EXPECT_EQ(out.find("is over 10 times its best", at + 1), std::string::npos) << "warned twice";
+  EXPECT_NE(out.find("the run is diverging. Likely causes: the learning rate (optim.lr 5; try a third of it), no "
+                     "gradient clipping (train.grad_clip: 0; 1.0 is usual), no warmup"),
+            std::string::npos)
+      << out;
+}
+
 TEST_F(Trainer, NanWeightStopsAtTheLossCheck) {
   // Train 2 steps; resume with a NaN put into the final layer norm's scale before training goes on (a
   // checkpoint holding it would be refused at load); step 3's loss is NaN.
