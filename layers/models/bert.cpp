@@ -16,9 +16,9 @@ Bert::Bert(const ModelConfig& c, Init& init) : config_(c) {
   if (c.n_segments > 0) segment_embedding = Embedding({c.n_segments, c.d_model, c.init_std}, init);
   embedding_norm = LayerNorm({c.d_model, c.ln_eps, c.norm}, init);
   for (int64_t i = 0; i < c.n_layers; ++i) blocks.emplace_back(c.block_options(), init);
-  mlm_dense = Linear({c.d_model, c.d_model, true, c.init_std}, init);
+  mlm_dense = Linear({c.d_model, c.d_model, c.bias, c.init_std}, init);
   mlm_norm = LayerNorm({c.d_model, c.ln_eps, c.norm}, init);
-  mlm_bias = init.zeros({c.vocab_size});
+  if (c.bias) mlm_bias = init.zeros({c.vocab_size});  // model.bias: false removes every linear layer's bias
 }
 
 Tensor Bert::encode(const Tensor& ids, const Tensor& key_padding, const Context& ctx, const Tensor& segments) const {
@@ -75,7 +75,7 @@ ParamList Bert::parameters() const {
   for (size_t i = 0; i < blocks.size(); ++i) blocks[i].parameters(out, "blocks." + std::to_string(i) + ".");
   mlm_dense.parameters(out, "mlm_head.dense.");
   mlm_norm.parameters(out, "mlm_head.norm.");
-  add_param(out, "mlm_head.bias", mlm_bias, ParamKind::bias);
+  if (mlm_bias.defined()) add_param(out, "mlm_head.bias", mlm_bias, ParamKind::bias);
   return out;
 }
 

@@ -33,7 +33,7 @@ class Bert : public LanguageModel {
   std::vector<TransformerBlock> blocks;
   Linear mlm_dense;              // "mlm_head.dense." (C, C)
   LayerNorm mlm_norm;            // "mlm_head.norm."
-  Tensor mlm_bias;               // "mlm_head.bias" (V)
+  Tensor mlm_bias;               // "mlm_head.bias" (V); undefined with model.bias: false
 
  private:
   ModelConfig config_;

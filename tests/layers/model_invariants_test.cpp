@@ -208,5 +208,23 @@ TEST(ModelConfigErrors, CarryTheirKeysAsData) {
   }
 }
 
+// model.bias: false removes the bias of every linear layer, BERT's MLM head included (docs/models.md);
+// only the norms keep theirs.
+TEST(ModelParameters, NoBiasMeansNoLinearBiasAnywhere) {
+  for (Architecture arch : {Architecture::gpt, Architecture::bert}) {
+    ModelConfig c = tiny_config(arch, PositionEncoding::learned);
+    c.bias = false;
+    Init init{Rng(1), DType::f64};
+    const auto model = build_model(c, init);
+    int biases = 0;
+    for (const auto& p : model->parameters()) {
+      if (!p.name.ends_with("bias")) continue;
+      EXPECT_EQ(p.kind, ParamKind::norm) << p.name << " is a linear layer's bias";
+      ++biases;
+    }
+    EXPECT_GT(biases, 0) << "the norms' biases are gone too";
+  }
+}
+
 }  // namespace
 }  // namespace tf::layers
