@@ -4,6 +4,7 @@
 #include "train/evaluate.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -16,6 +17,13 @@
 #include "framework/ops/cross_entropy.h"
 
 namespace tf::train {
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, end);
+}
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();

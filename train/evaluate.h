@@ -16,12 +16,18 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
 
 #include "data/batcher.h"
 #include "layers/models/model.h"
 
 namespace tf::train {
+
+// A number for JSON in the shortest form that reads back to the same double (metrics.jsonl is an exact
+// record: resumed and straight runs compare bit for bit; eval --json hands other tools every digit).
+// Non-finite values have no JSON form: "null".
+std::string json_number(double v);
 
 struct EvalResult {
   double loss = 0;        // mean cross-entropy in nats per predicted token

@@ -119,14 +119,6 @@ struct Validation {
   }
 };
 
-// A metrics value in the shortest form that reads back to the same double: the log is an exact
-// record (resumed and straight runs compare bit for bit), not rounded to the stream's 6 digits.
-std::string json_number(double v) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, end);
-}
-
 }  // namespace
 
 TrainSummary train(const Recipe& recipe, const TrainOptions& options) {

@@ -4,6 +4,8 @@
 // train further; the banner says when OMP_NUM_THREADS overrides train.threads; --version.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "train/checkpoint.h"
 #include "train/run_fixture.h"
 
@@ -107,6 +109,23 @@ TEST_F(Everyday, UnknownCharactersAreCounted) {
   o = run({"eval", dir_.string(), "--text", (tmp_.path() / "odd.txt").string()});
   EXPECT_EQ(o.code, 0) << o.err;
   expect_has(o.err, "note: 2 characters of the text are outside the checkpoint's vocabulary");
+}
+
+// eval --json: one object with every figure at full precision, the same figures as the table.
+TEST_F(Everyday, EvalJsonHasEveryFigureAtFullPrecision) {
+  ASSERT_EQ(run(train({"train.steps=2", "schedule.warmup_steps=0"})).code, 0);
+  tf::testing::write_file(tmp_.path() / "eval.txt", tf::testing::english_text(3000, 11));
+  const std::string text = (tmp_.path() / "eval.txt").string();
+  const Outcome table = run({"eval", dir_.string(), "--text", text});
+  const Outcome json = run({"eval", dir_.string(), "--text", text, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  std::smatch t, j;
+  ASSERT_TRUE(std::regex_search(table.out, t, std::regex(R"(loss +([0-9.]+) nats per token \((\d+) tokens\))"))) << table.out;
+  ASSERT_TRUE(std::regex_search(json.out, j, std::regex(R"(^\{"checkpoint": "[^"]+ckpt_00000002\.h5", "step": 2, .*"tokens": (\d+), "loss": ([-0-9.e]+), .*"mlm_accuracy": null, "unigram_bits_per_char": [0-9.e-]+\}\n$)")))
+      << json.out;
+  EXPECT_EQ(j[1], t[2]);
+  EXPECT_NEAR(std::stod(j[2]), std::stod(t[1]), 5e-5);                       // the table rounds to 4 decimals
+  EXPECT_GT(j[2].str().size(), 10u) << "full precision, not the table's 4 decimals";
 }
 
 TEST_F(Everyday, VersionIsPrinted) {
