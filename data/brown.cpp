@@ -101,8 +101,9 @@ std::string brown_sentence(std::string_view raw_line) {
 BrownSplits prepare_brown(const fs::path& raw_dir, const fs::path& out_dir) {
   const std::string fetch_hint = "run `scripts/setup.sh --corpus` to fetch it";
   std::error_code ec;
-  TF_CHECK_INPUT(fs::is_directory(raw_dir, ec), "prepare_brown: no Brown corpus at '", raw_dir.string(),
-                 "': ", fetch_hint);
+  TF_CHECK_INPUT(fs::is_directory(raw_dir, ec), "prepare_brown: no Brown corpus at '", raw_dir.string(), "' (",
+                 fs::absolute(raw_dir, ec).string(), "): ", fetch_hint,
+                 ", or set data.brown_dir to where it is (relative paths start from the current folder)");
   std::vector<fs::path> documents;
   fs::file_time_type newest_raw = fs::file_time_type::min();
   for (const fs::path& file : regular_files_in(raw_dir, "prepare_brown")) {

@@ -21,7 +21,8 @@
 namespace tf::train {
 
 struct DataConfig {
-  std::string corpus = "brown";      // "brown" (prepared from data/brown) or "files"
+  std::string corpus = "brown";      // "brown" (prepared from brown_dir) or "files"
+  std::string brown_dir = "data/brown";  // corpus: brown -> raw documents in <brown_dir>/raw (scripts/setup.sh)
   std::string train_path;            // corpus: files -> a UTF-8 file or folder
   std::string val_path;              // corpus: files -> optional; empty: last 10% of train
   std::string tokenizer = "char";    // char | bpe

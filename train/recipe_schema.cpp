@@ -142,6 +142,7 @@ std::vector<Field> make_fields() {
       integer("data.bpe_vocab_size", "tokenizer bpe: vocabulary size including the 256 bytes", REF(data.bpe_vocab_size), 260, 1 << 20),
       integer("data.seq_len", "tokens per training window; at most model.max_seq_len", REF(data.seq_len), 1, 1 << 20),
       text("data.cache_dir", "folder for tokenized-corpus caches", REF(data.cache_dir)),
+      text("data.brown_dir", "corpus brown: the folder setup fills (raw documents in <brown_dir>/raw; the split is written beside them)", REF(data.brown_dir)),
       number("data.mask_prob", "BERT: fraction of positions chosen for prediction", REF(data.mask_prob), 0.0, 1.0, true),
 
       choice("optim.name", "optimizer", REF(optim.name), same_names<std::string>(optim::optimizer_names())),

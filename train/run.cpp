@@ -17,7 +17,8 @@ const std::vector<std::string> kBertSpecials = {"[PAD]", "[MASK]", "[CLS]", "[SE
 Corpus load_corpus(const DataConfig& d) {
   Corpus c;
   if (d.corpus == "brown") {
-    const data::BrownSplits splits = data::prepare_brown("data/brown/raw", "data/brown");
+    const std::filesystem::path brown = d.brown_dir;
+    const data::BrownSplits splits = data::prepare_brown(brown / "raw", brown);
     c.train = data::read_text(splits.train);
     c.val = data::read_text(splits.val);
     c.description = "Brown corpus (" + splits.train.string() + ", " + splits.val.string() + ")";

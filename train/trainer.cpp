@@ -65,7 +65,7 @@ struct LoopScope {
 // Validation: sequential batches over the validation ids (the same ones every time).
 // Where the validation text came from, for messages.
 std::string validation_source(const DataConfig& d) {
-  if (d.corpus == "brown") return "data/brown/val.txt";
+  if (d.corpus == "brown") return (std::filesystem::path(d.brown_dir) / "val.txt").string();
   if (!d.val_path.empty()) return "data.val_path '" + d.val_path + "'";
   return "the last 10% of data.train_path '" + d.train_path + "'";
 }

@@ -94,7 +94,8 @@ TEST_F(Errors, CommandLineUsageExitsWithTwo) {
 
 TEST_F(Errors, MissingEmptyOrTooShortTrainingTextIsNamed) {
   std::string message = train_error(recipe({"data.train_path=" + (tmp_ / "nowhere.txt").string()}), quiet_);
-  expect_has(message, "read_text: '" + (tmp_ / "nowhere.txt").string() + "' does not exist");
+  expect_has(message, "read_text: '" + (tmp_ / "nowhere.txt").string() + "' does not exist (looked for " +
+                          fs::absolute(tmp_ / "nowhere.txt").string() + "; relative paths start from the current folder)");
 
   fs::create_directories(tmp_ / "empty_folder");
   message = train_error(recipe({"data.train_path=" + (tmp_ / "empty_folder").string()}), quiet_);

@@ -290,7 +290,7 @@ TEST_F(Trainer, KeepLeavesOnlyTheNewestCheckpoints) {
   EXPECT_EQ(files, expected);
 }
 
-TEST_F(Trainer, MissingBrownCorpusNamesTheSetupCommand) {
+TEST_F(Trainer, MissingBrownCorpusNamesTheSetupCommandThePathAndTheKey) {
   const fs::path empty = tmp_ / "elsewhere";
   fs::create_directories(empty);
   // The shipped recipe as it is (data.corpus: brown), from a folder without data/brown.
@@ -309,7 +309,20 @@ TEST_F(Trainer, MissingBrownCorpusNamesTheSetupCommand) {
   }
   EXPECT_NE(message.find("scripts/setup.sh --corpus"), std::string::npos) << message;
   EXPECT_NE(message.find("data/brown/raw"), std::string::npos) << message;
+  // The absolute path tried, and the key that moves it.
+  EXPECT_NE(message.find("(" + (fs::canonical(empty) / "data/brown/raw").string() + ")"), std::string::npos) << message;
+  EXPECT_NE(message.find("or set data.brown_dir"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(tmp_ / "run"));
+
+  // data.brown_dir finds the installed corpus from anywhere.
+  if (fs::exists(tf::testing::source_path("data/brown/raw"))) {
+    const CwdGuard cwd(empty);
+    Recipe found = parse_recipe(yaml, "tiny_gpt.yaml",
+                                {"checkpoint.dir=" + (tmp_ / "run2").string(), "train.steps=1", "schedule.warmup_steps=0",
+                                 "eval.interval=0", "sample.tokens=0",
+                                 "data.brown_dir=" + tf::testing::source_path("data/brown")});
+    EXPECT_NO_THROW(train(found, quiet_));
+  }
 
   // The command: exit code 2 (bad input) and the same advice on stderr.
   const std::vector<std::string> a = {"train", tf::testing::source_path("recipes/tiny_gpt.yaml"), "--set",
