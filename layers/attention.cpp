@@ -1,6 +1,7 @@
 // Multi-head self-attention layer; the math of each step is in attention.h.
 #include "layers/attention.h"
 
+#include "framework/ops/decode_step.h"
 #include "framework/ops/heads.h"
 
 namespace tf::layers {
@@ -38,6 +39,9 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
              "MultiHeadAttention: decoding with a KV cache needs causal attention without padding");
     TF_CHECK(!ctx.training && !ctx.attention_weights,
              "MultiHeadAttention: decoding is inference only (no dropout, no attention weights)");
+    if (ops::one_token_step(x) && cache->keys.dim(0) == 1)  // the whole layer in one parallel region
+      return ops::attention_layer_step(x, {qkv.weight, qkv.bias, proj.weight, proj.bias}, options.n_heads, *cache,
+                                       options.rope ? &options.rope_options : nullptr, options.variant);
     const Heads h = project_heads(x, cache->length);
     out = ops::attention_append(h.queries, h.keys, h.values, *cache, options.variant);
   } else {

@@ -118,14 +118,30 @@ struct RopeNode : Node {
 
 }  // namespace
 
-Tensor rope(const Tensor& x, const RopeOptions& options) {
-  TF_CHECK(x.rank() >= 2, "rope: input must be (B, H, T, D), got ", x.describe());
-  TF_CHECK(x.dim(-1) % 2 == 0, "rope: head size D must be even to form rotation pairs, got D = ", x.dim(-1),
-           " in ", x.describe());
+namespace {
+
+void check_options(const RopeOptions& options) {
   TF_CHECK(options.theta > 0 && std::isfinite(options.theta), "rope: theta must be positive, got ", options.theta);
   TF_CHECK(options.position_offset >= 0, "rope: position_offset must be >= 0, got ", options.position_offset);
   TF_CHECK(options.position_scale > 0 && std::isfinite(options.position_scale),
            "rope: position_scale must be positive, got ", options.position_scale);
+}
+
+}  // namespace
+
+RopeRow rope_row(int64_t head_dim, const RopeOptions& options) {
+  check_options(options);
+  TF_CHECK(head_dim > 0 && head_dim % 2 == 0, "rope: head size D must be even, got ", head_dim);
+  auto table = rope_table(options.position_offset + 1, head_dim, options);
+  const int64_t row = options.position_offset * (head_dim / 2);
+  return {table, table->cos_f.data() + row, table->sin_f.data() + row};
+}
+
+Tensor rope(const Tensor& x, const RopeOptions& options) {
+  TF_CHECK(x.rank() >= 2, "rope: input must be (B, H, T, D), got ", x.describe());
+  TF_CHECK(x.dim(-1) % 2 == 0, "rope: head size D must be even to form rotation pairs, got D = ", x.dim(-1),
+           " in ", x.describe());
+  check_options(options);
   Tensor y = rope_apply(x, options, false);
   if (needs_grad(x)) {
     auto node = std::make_unique<RopeNode>();

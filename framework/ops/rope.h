@@ -25,6 +25,7 @@
 // So each is a new field in RopeOptions read by the table builder in rope.cpp (rope_frequencies).
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "framework/tensor.h"
 
@@ -39,5 +40,15 @@ struct RopeOptions {
 // x (B, H, T, D) -- or any (..., T, D) -- with D even; returns the rotated tensor, same shape.
 // Backward is the inverse rotation (the rotation is orthogonal).
 Tensor rope(const Tensor& x, const RopeOptions& options = {});
+
+// cos and sin of the angles at position options.position_offset, (D / 2) floats each, from the
+// table ops::rope uses: for a fused decoding kernel that rotates one row itself
+// (kernels/cpu/decode_step.h). `table` keeps the pointers valid.
+struct RopeRow {
+  std::shared_ptr<const void> table;
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+};
+RopeRow rope_row(int64_t head_dim, const RopeOptions& options);
 
 }  // namespace tf::ops
