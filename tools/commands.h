@@ -14,6 +14,13 @@ namespace tf::tools {
 // Every numeric flag has a range, like the recipe's keys, and says it: "--tokens: must be an integer in
 // [0, 1000000], got 1000000000000". The whole text must parse (no "12abc", no "-1" for a count, no
 // wrap-around past the type's limit). (CLI11's own range validators print DBL_MAX written out in full.)
+// eval's and sample's --set: the recipe keys they may change on a trained model
+// (train::check_inference_changes refuses the rest).
+inline constexpr const char* kInferenceSetHelp =
+    "Change a key of the checkpoint's recipe for this run (repeatable): the context (model.max_seq_len, "
+    "data.seq_len), RoPE scaling (model.rope_scaling=yarn, model.rope_scaling_factor, "
+    "model.rope_original_context, model.yarn_alpha, model.yarn_beta), model.attention_window, train.batch_size";
+
 inline CLI::Validator integer_in(int64_t lo, int64_t hi) {
   const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   return CLI::Validator(

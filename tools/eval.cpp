@@ -20,12 +20,14 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--text", text_path, "UTF-8 text file or folder to evaluate on (default: the recipe's validation split)");
   cmd->add_option("--batches", batches, "Evaluate at most this many batches; 0: the whole text")
       ->check(integer_in(0, int64_t{1} << 40));
+  static std::vector<std::string> overrides;
+  cmd->add_option("--set", overrides, kInferenceSetHelp);
   static bool json = false;
   cmd->add_flag("--json", json, "Print one JSON object with every figure at full precision (for other tools)");
   cmd->callback([&exit_code] {
     train::configure_threads(0);
     const std::string file = train::checkpoint_argument(checkpoint).string();
-    train::LoadedRun loaded = train::load_checkpoint(file);
+    train::LoadedRun loaded = train::load_checkpoint(file, overrides);
     const train::Run& run = loaded.run;
     const std::string text = text_path.empty() ? train::load_corpus(run.recipe.data).val : data::read_text(text_path);
     std::vector<int32_t> ids = train::tokenize(run, text);

@@ -28,13 +28,15 @@ void add_sample_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(number_in(0, 1, /*lo_open=*/true));
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str()->check(seed_value());
+  static std::vector<std::string> overrides;
+  cmd->add_option("--set", overrides, kInferenceSetHelp);
   static bool no_kv_cache = false;
   cmd->add_flag("--no-kv-cache", no_kv_cache,
                 "Recompute the whole context for every token instead of decoding with a KV cache (same tokens, slower)");
   cmd->callback([&exit_code] {
     o.kv_cache = !no_kv_cache;
     train::configure_threads(0);
-    train::LoadedRun loaded = train::load_checkpoint(train::checkpoint_argument(checkpoint));
+    train::LoadedRun loaded = train::load_checkpoint(train::checkpoint_argument(checkpoint), overrides);
     const auto* gpt = dynamic_cast<const layers::Gpt*>(loaded.run.model.get());
     TF_CHECK_INPUT(gpt, checkpoint, ": sampling needs a GPT checkpoint; this one holds a BERT (try `tapeformer eval`)");
     std::vector<int32_t> generated;

@@ -9,6 +9,7 @@
 
 #include "framework/io/hdf5_io.h"
 #include "optim/state_io.h"
+#include "train/resume_changes.h"
 
 namespace tf::train {
 
@@ -186,8 +187,10 @@ std::string checkpoint_tokenizer(const fs::path& file) {
   return in.read_bytes("/", "tokenizer", kMaxTokenizerBytes);
 }
 
-LoadedRun load_checkpoint(const fs::path& file) {
-  const Recipe recipe = parse_recipe(checkpoint_recipe(file), file.string() + ":/recipe");
+LoadedRun load_checkpoint(const fs::path& file, const std::vector<std::string>& overrides) {
+  const std::string stored_text = checkpoint_recipe(file), source = file.string() + ":/recipe";
+  const Recipe recipe = parse_recipe(stored_text, source, overrides);
+  if (!overrides.empty()) check_inference_changes(file, parse_recipe(stored_text, source), recipe);
   std::unique_ptr<data::Tokenizer> tokenizer = data::Tokenizer::from_string(checkpoint_tokenizer(file));
   check_model_fits_file(recipe, tokenizer->vocab_size(), file);
   LoadedRun loaded{build_run(recipe, std::move(tokenizer)), {}};

@@ -25,7 +25,9 @@ struct LoadedRun {
   data::BatcherState batches;  // where the training batches continue
 };
 // Rebuilds the run from the checkpoint's own recipe (and tokenizer), then loads its state.
-LoadedRun load_checkpoint(const std::filesystem::path& file);
+// `overrides` ("model.rope_scaling=yarn", eval's and sample's --set) change that recipe first; only
+// keys that leave the weights' meaning alone are accepted (check_inference_changes).
+LoadedRun load_checkpoint(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
 // Loads the checkpoint's state into a run built from a recipe (resume): the recipe's model must
 // match the checkpoint's parameter names, shapes and dtypes; every difference is listed.
 data::BatcherState load_checkpoint_into(Run& run, const std::filesystem::path& file);

@@ -188,7 +188,11 @@ class Binder {
 
   // For errors from ModelConfig::validate, which name keys but know no lines: the location of the
   // first of the error's keys that the recipe set, else the file.
+  // A key given by --set first: the command line is where the user just changed something (a stored
+  // recipe sets every key).
   std::string location_of_first_set(const std::vector<std::string>& keys) const {
+    for (const std::string& key : keys)
+      if (auto it = where_.find(key); it != where_.end() && it->second.rfind("--set", 0) == 0) return it->second;
     for (const std::string& key : keys)
       if (auto it = where_.find(key); it != where_.end()) return it->second;
     return source_;

@@ -23,6 +23,17 @@ bool continuable(const std::string& key) {
   return false;
 }
 
+// Keys eval and sample may set on a trained model: how long a context it reads and how RoPE's angles
+// are stretched to it, an attention window, the batch. None of them shapes or trains a weight (a
+// learned position table sized by model.max_seq_len is caught when the weights are loaded).
+bool inference_settable(const std::string& key) {
+  for (const char* prefix : {"model.rope_scaling", "model.rope_original_context", "model.yarn_"})
+    if (key.rfind(prefix, 0) == 0) return true;
+  for (const char* exact : {"model.max_seq_len", "model.attention_window", "data.seq_len", "train.batch_size"})
+    if (key == exact) return true;
+  return false;
+}
+
 std::string listing(const std::vector<RecipeChange>& changes) {
   std::string s;
   for (const RecipeChange& c : changes) s += "\n  " + c.key + ": " + c.stored + " in the checkpoint, " + c.given + " now";
@@ -38,6 +49,22 @@ std::vector<RecipeChange> recipe_changes(const Recipe& stored, const Recipe& giv
     if (a != b) out.push_back({f.key, a, b, continuable(f.key)});
   }
   return out;
+}
+
+void check_inference_changes(const std::filesystem::path& checkpoint, const Recipe& stored, const Recipe& given) {
+  std::vector<RecipeChange> refused;
+  for (RecipeChange& c : recipe_changes(stored, given))
+    if (!inference_settable(c.key)) refused.push_back(std::move(c));
+  TF_CHECK_INPUT(stored.model.max_seq_len == given.model.max_seq_len ||
+                     stored.model.position != layers::PositionEncoding::learned,
+                 "--set model.max_seq_len: the model in ", checkpoint.string(), " learned one position embedding for ",
+                 "each of its ", stored.model.max_seq_len, " positions and has none beyond; a model with "
+                 "model.position rope, alibi, sinusoidal or none can be read at other lengths");
+  TF_CHECK_INPUT(refused.empty(), "--set: these keys describe how the model in ", checkpoint.string(),
+                 " was built or trained and cannot change after training:", listing(refused),
+                 "\neval and sample can set model.max_seq_len, model.attention_window, model.rope_scaling, "
+                 "model.rope_scaling_factor, model.rope_original_context, model.yarn_alpha, model.yarn_beta, "
+                 "data.seq_len and train.batch_size");
 }
 
 void check_resume_changes(const std::filesystem::path& checkpoint, const Recipe& given, bool accept,

@@ -5,6 +5,8 @@
 // listed and need --accept-changes, so a run never silently stops being what its checkpoint says.
 //
 //   check_resume_changes(ckpt, recipe, options.accept_changes, out);   // throws InputError
+//
+// eval and sample may --set a few keys on a trained model (check_inference_changes).
 #pragma once
 #include <filesystem>
 #include <iosfwd>
@@ -26,5 +28,9 @@ std::vector<RecipeChange> recipe_changes(const Recipe& stored, const Recipe& giv
 // with `accept`, writes the continuable ones to `out`.
 void check_resume_changes(const std::filesystem::path& checkpoint, const Recipe& given, bool accept,
                           std::ostream& out);
+
+// eval and sample with --set: refuses (InputError, key by key) every change but the few that leave
+// the trained weights meaning what they meant: context length, RoPE scaling, attention window, batch.
+void check_inference_changes(const std::filesystem::path& checkpoint, const Recipe& stored, const Recipe& given);
 
 }  // namespace tf::train

@@ -13,16 +13,52 @@
 
 namespace tf::ops {
 
-namespace {
+const char* rope_scaling_name(RopeScalingKind kind) {
+  switch (kind) {
+    case RopeScalingKind::none: return "none";
+    case RopeScalingKind::linear: return "linear";
+    case RopeScalingKind::ntk: return "ntk";
+    case RopeScalingKind::yarn: return "yarn";
+  }
+  return "?";
+}
 
-// Angular frequency of pair i: theta^(-2i/D) (RoFormer eq. 15). Scaling methods that reshape the
-// spectrum (Note [rope scaling] in rope.h) would change this function only.
-std::vector<double> rope_frequencies(int64_t head_dim, double theta) {
+void check_rope_scaling(const RopeScaling& sc) {
+  TF_CHECK(sc.factor >= 1 && std::isfinite(sc.factor), "rope: the scaling factor must be >= 1, got ", sc.factor);
+  if (sc.kind != RopeScalingKind::yarn) return;
+  TF_CHECK(sc.original_context > 0, "rope: YaRN needs the original context length (> 0), got ", sc.original_context);
+  TF_CHECK(sc.alpha >= 0 && sc.alpha < sc.beta && std::isfinite(sc.beta), "rope: YaRN needs 0 <= alpha < beta, got ",
+           sc.alpha, " and ", sc.beta);
+}
+
+// Note [rope scaling] in rope.h.
+std::vector<double> rope_frequencies(int64_t head_dim, const RopeOptions& o) {
+  const RopeScaling& sc = o.scaling;
+  const double D = static_cast<double>(head_dim), s = sc.factor;
+  const double theta = sc.kind == RopeScalingKind::ntk && head_dim > 2 ? o.theta * std::pow(s, D / (D - 2)) : o.theta;
   std::vector<double> freq(head_dim / 2);
-  for (int64_t i = 0; i < head_dim / 2; ++i)
-    freq[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const double f = std::pow(theta, -2.0 * static_cast<double>(i) / D);  // RoFormer eq. 15
+    switch (sc.kind) {
+      case RopeScalingKind::none:
+      case RopeScalingKind::ntk: freq[i] = f; break;
+      case RopeScalingKind::linear: freq[i] = f / s; break;
+      case RopeScalingKind::yarn: {
+        const double rotations = static_cast<double>(sc.original_context) * f / (2 * M_PI);  // r = L / lambda
+        const double ramp = std::clamp((rotations - sc.alpha) / (sc.beta - sc.alpha), 0.0, 1.0);
+        freq[i] = (1 - ramp) * f / s + ramp * f;
+        break;
+      }
+    }
+  }
   return freq;
 }
+
+double rope_magnitude(const RopeScaling& sc) {
+  return sc.kind == RopeScalingKind::yarn ? 0.1 * std::log(sc.factor) + 1 : 1.0;
+}
+
+namespace {
 
 // cos and sin of pos * position_scale * freq[i] for positions 0 .. positions-1, row-major
 // (positions, D/2). Angles are formed in double: at position 10^4 a float angle would already be
@@ -43,7 +79,8 @@ struct RopeTable {
 
 std::shared_ptr<const RopeTable> build_table(int64_t positions, int64_t head_dim, const RopeOptions& o) {
   auto table = std::make_shared<RopeTable>();
-  const std::vector<double> freq = rope_frequencies(head_dim, o.theta);
+  const std::vector<double> freq = rope_frequencies(head_dim, o);
+  const double magnitude = rope_magnitude(o.scaling);
   const int64_t pairs = head_dim / 2;
   table->positions = positions;
   table->cos.resize(positions * pairs);
@@ -51,8 +88,8 @@ std::shared_ptr<const RopeTable> build_table(int64_t positions, int64_t head_dim
   for (int64_t p = 0; p < positions; ++p) {
     for (int64_t i = 0; i < pairs; ++i) {
       const double angle = static_cast<double>(p) * o.position_scale * freq[i];
-      table->cos[p * pairs + i] = std::cos(angle);
-      table->sin[p * pairs + i] = std::sin(angle);
+      table->cos[p * pairs + i] = magnitude * std::cos(angle);
+      table->sin[p * pairs + i] = magnitude * std::sin(angle);
     }
   }
   table->cos_f.assign(table->cos.begin(), table->cos.end());
@@ -60,15 +97,17 @@ std::shared_ptr<const RopeTable> build_table(int64_t positions, int64_t head_dim
   return table;
 }
 
-// One table per (D, theta, position_scale), covering positions 0 .. at least `positions` - 1. It
+// One table per (D, theta, position_scale, scaling), covering positions 0 .. at least `positions` - 1. It
 // is keyed without T or the offset so that decoding (offset t, T = 1, for t = 0, 1, 2, ...) reuses
 // one table; when a longer one is needed it is rebuilt at twice the length. Callers hold a
 // shared_ptr, so a rebuild never frees a table in use.
 std::shared_ptr<const RopeTable> rope_table(int64_t positions, int64_t head_dim, const RopeOptions& o) {
   static std::mutex mutex;
-  static std::map<std::tuple<int64_t, double, double>, std::shared_ptr<const RopeTable>> cache;
+  using Key = std::tuple<int64_t, double, double, RopeScalingKind, double, int64_t, double, double>;
+  static std::map<Key, std::shared_ptr<const RopeTable>> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  auto& table = cache[{head_dim, o.theta, o.position_scale}];
+  const RopeScaling& sc = o.scaling;
+  auto& table = cache[{head_dim, o.theta, o.position_scale, sc.kind, sc.factor, sc.original_context, sc.alpha, sc.beta}];
   if (!table || table->positions < positions)
     table = build_table(std::max(positions, table ? 2 * table->positions : positions), head_dim, o);
   return table;
@@ -112,7 +151,8 @@ struct RopeNode : Node {
   GradRef x;  // not saved for its values: only so its gradient can be accumulated
   RopeOptions options;
   const char* op_name() const override { return "rope"; }
-  // y = R x with R orthogonal, so dx = R^T dy = R^{-1} dy: the rotation by -angle.
+  // y = m R x with R orthogonal and m the magnitude, so dx = m R^T dy: the rotation by -angle,
+  // scaled by the same m (the table holds m cos and m sin).
   void backward() override { accumulate_grad(x, rope_apply(outputs[0].grad(), options, true)); }
 };
 
@@ -125,6 +165,7 @@ void check_options(const RopeOptions& options) {
   TF_CHECK(options.position_offset >= 0, "rope: position_offset must be >= 0, got ", options.position_offset);
   TF_CHECK(options.position_scale > 0 && std::isfinite(options.position_scale),
            "rope: position_scale must be positive, got ", options.position_scale);
+  check_rope_scaling(options.scaling);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ TransformerBlock::Options ModelConfig::block_options() const {
   b.attn.bias = bias;
   b.attn.rope = position == PositionEncoding::rope;
   b.attn.rope_options.theta = rope_theta;
+  b.attn.rope_options.scaling = rope_scaling;
   b.attn.variant = attention;
   b.attn.variant.alibi = position == PositionEncoding::alibi;
   b.attn.attn_dropout = attn_dropout;
@@ -47,6 +48,22 @@ void ModelConfig::validate() const {
   TF_CHECK_CONFIG(position != PositionEncoding::rope || head_dim() % 2 == 0,
                   ({"model.position", "model.d_model", "model.n_heads"}),
                   "model.position rope needs an even head_dim, got d_model / n_heads = ", head_dim());
+  const ops::RopeScaling& sc = rope_scaling;
+  TF_CHECK_CONFIG(sc.factor >= 1 && std::isfinite(sc.factor), ({"model.rope_scaling_factor"}),
+                  "model.rope_scaling_factor must be >= 1 (the new context over the trained one), got ", sc.factor);
+  TF_CHECK_CONFIG(sc.kind != ops::RopeScalingKind::none || sc.factor == 1,
+                  ({"model.rope_scaling_factor", "model.rope_scaling"}), "model.rope_scaling_factor ", sc.factor,
+                  " does nothing without model.rope_scaling (linear, ntk or yarn)");
+  TF_CHECK_CONFIG(sc.kind == ops::RopeScalingKind::none || position == PositionEncoding::rope,
+                  ({"model.rope_scaling", "model.position"}), "model.rope_scaling ",
+                  ops::rope_scaling_name(sc.kind), " stretches RoPE's angles: it needs model.position: rope, got ",
+                  position_encoding_name(position));
+  TF_CHECK_CONFIG(sc.kind != ops::RopeScalingKind::yarn || sc.original_context > 0,
+                  ({"model.rope_original_context", "model.rope_scaling"}),
+                  "model.rope_scaling yarn needs model.rope_original_context, the context length the model was "
+                  "trained at (its data.seq_len), got ", sc.original_context);
+  TF_CHECK_CONFIG(sc.alpha >= 0 && sc.alpha < sc.beta, ({"model.yarn_alpha", "model.yarn_beta"}),
+                  "model.yarn_alpha must be >= 0 and below model.yarn_beta, got ", sc.alpha, " and ", sc.beta);
   TF_CHECK_CONFIG(attention.window >= 0, ({"model.attention_window"}),
                   "model.attention_window must be >= 0 (0 means no window), got ", attention.window);
   TF_CHECK_CONFIG(dropout >= 0 && dropout < 1, ({"model.dropout"}), "model.dropout must be in [0, 1), got ", dropout);

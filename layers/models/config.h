@@ -5,6 +5,7 @@
 #include <string>
 
 #include "framework/ops/activation.h"
+#include "framework/ops/rope.h"
 #include "layers/block.h"
 #include "layers/positional.h"
 
@@ -23,6 +24,7 @@ struct ModelConfig {
   int64_t d_ff = 0;            // 0: 4 * d_model
   PositionEncoding position = PositionEncoding::learned;
   double rope_theta = 10000.0;
+  ops::RopeScaling rope_scaling;  // stretching RoPE's table to a longer context (Note [rope scaling])
   // Attention beyond its shapes, one value from recipe to kernel (Note [attention variants] in
   // framework/kernels/reference/attention.h). alibi follows `position` (block_options sets it).
   kernels::AttentionVariant attention;

@@ -78,16 +78,22 @@ struct CacheCase {
   PositionEncoding position;
   int64_t heads, kv_heads;
   int64_t window = 0;
+  ops::RopeScalingKind rope_scaling = ops::RopeScalingKind::none;
 };
 void PrintTo(const CacheCase& c, std::ostream* out) {
   *out << position_encoding_name(c.position) << " H=" << c.heads << " G=" << (c.kv_heads ? c.kv_heads : c.heads);
   if (c.window) *out << " window=" << c.window;
+  if (c.rope_scaling != ops::RopeScalingKind::none) *out << " " << ops::rope_scaling_name(c.rope_scaling) << " x3";
 }
 
 class CachedGpt : public ::testing::TestWithParam<CacheCase> {
  protected:
   ModelConfig config() const {
-    return cached_config(GetParam().position, GetParam().heads, GetParam().kv_heads, GetParam().window);
+    ModelConfig c = cached_config(GetParam().position, GetParam().heads, GetParam().kv_heads, GetParam().window);
+    // A scaled table (YaRN's also scales the rows) reaches the fused decoding step through its rows.
+    c.rope_scaling = {.kind = GetParam().rope_scaling, .factor = GetParam().rope_scaling == ops::RopeScalingKind::none ? 1.0 : 3.0,
+                      .original_context = 4};
+    return c;
   }
 };
 
@@ -142,7 +148,10 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            // a window shorter than the sequence: decoding drops
                                            // the keys that slide out of it
                                            CacheCase{PositionEncoding::learned, 2, 0, 3},
-                                           CacheCase{PositionEncoding::alibi, 4, 1, 5}));
+                                           CacheCase{PositionEncoding::alibi, 4, 1, 5},
+                                           // RoPE stretched for a longer context
+                                           CacheCase{PositionEncoding::rope, 4, 2, 0, ops::RopeScalingKind::yarn},
+                                           CacheCase{PositionEncoding::rope, 2, 0, 0, ops::RopeScalingKind::ntk}));
 
 // Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
 // untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm, SwiGLU; token by token after a

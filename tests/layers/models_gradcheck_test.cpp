@@ -87,6 +87,24 @@ TEST(ModelGradcheckVariants, RmsNormAlibiWindowGptAndBert) {
   }
 }
 
+// RoPE stretched by YaRN (every frequency changed, rows scaled by its temperature) in both models.
+TEST(ModelGradcheckVariants, YarnScaledRopeGptAndBert) {
+  for (Architecture arch : {Architecture::gpt, Architecture::bert}) {
+    ModelConfig c = tiny_config(arch, PositionEncoding::rope);
+    c.rope_scaling = {.kind = ops::RopeScalingKind::yarn, .factor = 4.0, .original_context = 20};  // pair 0 on the ramp
+    Init init{Rng(12), DType::f64};
+    const Tensor ids = random_ids({2, 5}, 11, 1);
+    if (arch == Architecture::gpt) {
+      const Gpt model(c, init);
+      expect_model_gradients("GPT, RoPE + YaRN x4", model, ids, random_ids({2, 5}, 11, 2), Tensor());
+    } else {
+      const Bert model(c, init);
+      expect_model_gradients("BERT, RoPE + YaRN x4, pad", model, ids,
+                             ignore_positions(random_ids({2, 5}, 11, 2), {1, 3, 4, 6, 8, 9}), padding_2x5());
+    }
+  }
+}
+
 TEST(ModelGradcheckVariants, BertSegmentsThroughTheEncoder) {
   ModelConfig c = tiny_config(Architecture::bert, PositionEncoding::learned);
   c.n_segments = 2;

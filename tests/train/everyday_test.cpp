@@ -21,14 +21,8 @@ class Everyday : public ::testing::Test {
     text_ = tmp_.path() / "text.txt";
     tf::testing::write_file(text_, tf::testing::english_text(6000));
   }
-  struct Outcome {
-    int code;
-    std::string out, err;
-  };
-  Outcome run(const std::vector<std::string>& args) const {
-    const int code = tf::testing::run_tapeformer(args, tmp_.path() / "out.txt", tmp_.path() / "err.txt");
-    return {code, read_file(tmp_.path() / "out.txt"), read_file(tmp_.path() / "err.txt")};
-  }
+  using Outcome = tf::testing::CommandOutcome;
+  Outcome run(const std::vector<std::string>& args) const { return tf::testing::run_command(args, tmp_.path()); }
   std::vector<std::string> train(std::vector<std::string> sets) const {
     sets.insert(sets.begin(), "eval.interval=0");  // a test may set it again
     return tf::testing::train_args("tiny_gpt", text_, dir_, tmp_.path() / "cache", sets);

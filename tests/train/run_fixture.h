@@ -203,4 +203,14 @@ inline int run_tapeformer(const std::vector<std::string>& args, const std::files
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// `tapeformer ARGS` run to completion in `dir` (its stdout and stderr kept in files there).
+struct CommandOutcome {
+  int code;
+  std::string out, err;
+};
+inline CommandOutcome run_command(const std::vector<std::string>& args, const std::filesystem::path& dir) {
+  const int code = run_tapeformer(args, dir / "out.txt", dir / "err.txt");
+  return {code, read_file(dir / "out.txt"), read_file(dir / "err.txt")};
+}
+
 }  // namespace tf::testing
