@@ -42,7 +42,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
     if (ops::one_token_step(x) && cache->keys.dim(0) == 1)  // the whole layer in one parallel region
       return ops::attention_layer_step(x, {qkv.weight, qkv.bias, proj.weight, proj.bias}, options.n_heads, *cache,
                                        options.rope ? &options.rope_options : nullptr, options.variant);
-    const Heads h = project_heads(x, cache->length);
+    const Heads h = project_heads(x, cache->next_position());
     out = ops::attention_append(h.queries, h.keys, h.values, *cache, options.variant);
   } else {
     const Heads h = project_heads(x, 0);

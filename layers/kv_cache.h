@@ -16,7 +16,13 @@
 // means clear().
 //
 // Layout: per layer, keys and values are (B, G, L, D) buffers allocated by the constructor and
-// filled up to length(); a decode step writes T rows per head in place and never reallocates.
+// filled up to rows(); a decode step writes T rows per head in place and never reallocates.
+//
+// Sliding window (Options::window = w > 0; Mistral's rolling buffer, Jiang et al. 2023): a query
+// sees itself and the w - 1 positions before it, so older keys are never read again. The cache then
+// needs L = 2w rows, not max_seq_len: when a chunk would not fit, make_room() keeps the newest w - 1
+// rows (one copy every ~w tokens) and the cache goes on from there. length() still counts every
+// position since clear(), and the position of row 0 is length() - rows().
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -32,24 +38,31 @@ class KvCache {
     int64_t n_layers = 4;
     int64_t batch = 1;       // B
     int64_t kv_heads = 4;    // G, e.g. 6 (multi-head) or 2 (grouped-query)
-    int64_t capacity = 256;  // L, positions it holds, e.g. max_seq_len = 256
+    int64_t capacity = 256;  // L, positions it holds, e.g. max_seq_len = 256, or 2w with a window
     int64_t head_dim = 32;   // D, e.g. 64
     DType dtype = DType::f32;
+    int64_t window = 0;      // w: the attention window of the model; 0 = none (every row is kept)
   };
 
   KvCache() = default;
   explicit KvCache(const Options& options);
   const Options& options() const { return options_; }
-  int64_t length() const { return length_; }  // positions held: 0 .. length() - 1
+  int64_t length() const { return length_; }  // positions decoded since clear(): 0 .. length() - 1
+  int64_t rows() const { return rows_; }      // of which the buffers hold the last rows()
   int64_t capacity() const { return options_.capacity; }
-  void clear() { length_ = 0; }  // keeps the buffers
+  void clear() { length_ = rows_ = 0; }  // keeps the buffers
+  // New positions one call may append: all of L, or L - (w - 1) with a window.
+  int64_t max_chunk() const;
+  // Before appending t <= max_chunk() positions: with a window, drops all but the newest w - 1 rows
+  // if t would not fit. Without one, does nothing (the caller keeps length() <= L).
+  void make_room(int64_t t);
 
-  // (B, G, L, D) buffers of `layer`; rows length() .. L - 1 of each head are stale or zero.
+  // (B, G, L, D) buffers of `layer`; rows rows() .. L - 1 of each head are stale or zero.
   const Tensor& keys(int64_t layer) const { return layers_.at(layer).keys; }
   const Tensor& values(int64_t layer) const { return layers_.at(layer).values; }
 
   // The view layer `layer`'s attention decodes through (ops::attention_append): its buffers, sharing
-  // storage with the cache's, and length().
+  // storage with the cache's, rows() and the next position, length().
   ops::KvBuffers layer(int64_t layer) const;
   // Marks the T positions every layer has just appended as held.
   void advance(int64_t t);
@@ -60,7 +73,7 @@ class KvCache {
   };
   Options options_;
   std::vector<Layer> layers_;
-  int64_t length_ = 0;
+  int64_t length_ = 0, rows_ = 0;
 };
 
 }  // namespace tf::layers

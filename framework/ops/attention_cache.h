@@ -22,9 +22,14 @@ namespace tf::ops {
 
 // One layer's cache: (B, G, L, D) buffers, of which rows 0 .. length - 1 of every head are filled.
 // The tensors share their storage with the owner's (layers::KvCache), so writes land there.
+// The rows hold consecutive positions, the newest last; under a sliding window the oldest may have
+// been dropped (layers::KvCache keeps w - 1 rows, not the whole context), so the position of the next
+// new row, which RoPE and position tables need, can exceed `length`.
 struct KvBuffers {
   Tensor keys, values;
   int64_t length = 0;
+  int64_t position = -1;  // of row `length`; -1: equal to length (nothing dropped)
+  int64_t next_position() const { return position >= 0 ? position : length; }
 };
 
 // Writes keys and values (B, G, T, D) into rows length .. length + T - 1 of the cache, then returns

@@ -41,12 +41,12 @@ Tensor attention_layer_step(const Tensor& x, const TwoLinears& w, int64_t heads,
   RopeRow angles;
   if (rope) {
     RopeOptions at = *rope;
-    at.position_offset += cache.length;
+    at.position_offset += cache.next_position();
     angles = rope_row(D, at);
   }
   Tensor out = Tensor::empty(x.shape(), DType::f32);
   kernels::attention_layer_step_fast({.d_model = C, .heads = H, .kv_heads = G, .head_dim = D,
-                                      .position = cache.length, .capacity = L, .x = x.data<float>(),
+                                      .cached = cache.length, .capacity = L, .x = x.data<float>(),
                                       .w_qkv = w.in_weight.data<float>(), .b_qkv = data_or_null(w.in_bias),
                                       .w_proj = w.out_weight.data<float>(), .b_proj = data_or_null(w.out_bias),
                                       .keys = keys.data<float>(), .values = cache.values.data<float>(),

@@ -6,6 +6,7 @@
 #include "framework/autograd/tape.h"
 #include "framework/ops/cross_entropy.h"
 #include "framework/ops/matmul.h"
+#include "framework/ops/shape.h"
 
 namespace tf::layers {
 
@@ -55,7 +56,10 @@ KvCache Gpt::make_cache(int64_t batch) const {
   o.n_layers = config_.n_layers;
   o.batch = batch;
   o.kv_heads = config_.kv_heads();
-  o.capacity = config_.max_seq_len;
+  // With a window, 2w rows suffice: w - 1 kept and a chunk of up to w + 1 (layers/kv_cache.h).
+  const int64_t w = config_.attention.window;
+  o.capacity = w > 0 ? std::min(config_.max_seq_len, 2 * w) : config_.max_seq_len;
+  o.window = w > 0 ? std::min(w, o.capacity) : 0;
   o.head_dim = config_.head_dim();
   o.dtype = token_embedding.weight.dtype();
   return KvCache(o);
@@ -74,10 +78,23 @@ Tensor Gpt::logits_cached(const Tensor& new_ids, KvCache& cache, const Context& 
            new_ids.dim(0), ", head_dim ", config_.head_dim(), ", ", dtype_name(token_embedding.weight.dtype()),
            "); build it with make_cache()");
   const int64_t T = new_ids.dim(1), offset = cache.length();  // positions offset .. offset + T - 1
-  TF_CHECK_INPUT(offset + T <= std::min(cache.capacity(), config_.max_seq_len), "Gpt::logits_cached: ", offset,
-                 " cached positions plus ", T, " new exceed max_seq_len ", config_.max_seq_len,
-                 " (clear() the cache and continue from a shorter context)");
-  return head(hidden(new_ids, ctx, &cache));  // (B, T, V)
+  const int64_t limit = cache.options().window > 0 ? config_.max_seq_len : std::min(cache.capacity(), config_.max_seq_len);
+  TF_CHECK_INPUT(offset + T <= limit, "Gpt::logits_cached: ", offset, " cached positions plus ", T,
+                 " new exceed max_seq_len ", limit, " (clear() the cache and continue from a shorter context)");
+  // A windowed cache takes at most max_chunk() new positions per pass; a longer prefill runs in parts.
+  const int64_t chunk = cache.max_chunk();
+  if (T <= chunk) {
+    cache.make_room(T);
+    return head(hidden(new_ids, ctx, &cache));  // (B, T, V)
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t t = 0; t < T; t += chunk) sizes.push_back(std::min(chunk, T - t));
+  std::vector<Tensor> logits;
+  for (const Tensor& part : ops::split(new_ids, sizes, 1)) {
+    cache.make_room(part.dim(1));
+    logits.push_back(head(hidden(part, ctx, &cache)));  // (B, t, V)
+  }
+  return ops::concat(logits, 1);
 }
 
 ParamList Gpt::parameters() const {

@@ -31,7 +31,8 @@ class Gpt : public LanguageModel {
   // advances by T: the same layers, the same code, as training.
   Tensor hidden(const Tensor& ids, const Context& ctx, KvCache* cache = nullptr) const;
 
-  // An empty cache sized for this model: every layer, max_seq_len positions, the parameters' dtype.
+  // An empty cache sized for this model: every layer, max_seq_len positions (2w with an attention
+  // window w: only the last w - 1 are ever read again), the parameters' dtype.
   KvCache make_cache(int64_t batch = 1) const;
   // Inference with a KV cache: new_ids (B, T) are positions cache.length() .. cache.length() + T - 1
   // of sequences whose earlier positions the cache holds; runs only them through every block,

@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "framework/autograd/tape.h"
@@ -279,6 +280,30 @@ TEST(KvCache, BuffersAreAllocatedOnceAndNeverMoveAndStepsMakeNoPrimitives) {
   for (int64_t l = 0; l < 2; ++l) {
     EXPECT_EQ(cache.keys(l).raw_data(), buffers[2 * l]);
     EXPECT_EQ(cache.values(l).raw_data(), buffers[2 * l + 1]);
+  }
+}
+
+// A sliding window of w keeps 2w rows, not max_seq_len (Mistral's rolling buffer): over a 40-token
+// sequence with w = 4 the cache is (B, G, 8, D), drops its old rows every few tokens, and still gives
+// the full forward's logits exactly in float64, for a prefill longer than one pass (split in parts),
+// single tokens, and RoPE and ALiBi, whose positions must survive the drops.
+TEST(KvCache, AWindowKeepsTwiceTheWindowAndMatchesTheFullForward) {
+  for (PositionEncoding position : {PositionEncoding::rope, PositionEncoding::alibi, PositionEncoding::learned}) {
+    SCOPED_TRACE(position_encoding_name(position));
+    ModelConfig c = cached_config(position, 4, 2, 4);
+    c.max_seq_len = 40;
+    Init init{Rng(3), DType::f64};
+    const Gpt model(c, init);
+    perturb(model.parameters(), 4);
+    const KvCache fresh = model.make_cache();
+    EXPECT_EQ(fresh.capacity(), 8);
+    EXPECT_EQ(fresh.keys(0).shape(), Shape({1, 2, 8, 2}));  // (B, G, 2w, D)
+    const Tensor ids = random_ids({1, 40}, 11, 9);
+    std::vector<int64_t> chunks = {11, 2, 1, 3};  // 11 > 2w - (w - 1) = 5: three passes
+    while (std::accumulate(chunks.begin(), chunks.end(), int64_t{0}) < 40) chunks.push_back(1);
+    const auto results = run_chunks(model, ids, chunks);
+    for (size_t i = 0; i < results.size(); ++i)
+      ASSERT_TRUE(all_close(results[i].cached, results[i].full, 0, 0)) << "chunk " << i;
   }
 }
 

@@ -15,7 +15,8 @@ namespace {
 // A small GPT with weights large enough (std 0.3) that its next-token distributions are far from
 // uniform, so greedy choices are clear and different seeds give different samples.
 layers::Gpt small_gpt(int64_t max_seq_len = 8, DType dtype = DType::f32,
-                      layers::PositionEncoding position = layers::PositionEncoding::learned, int64_t kv_heads = 0) {
+                      layers::PositionEncoding position = layers::PositionEncoding::learned, int64_t kv_heads = 0,
+                      int64_t window = 0) {
   layers::ModelConfig c;
   c.vocab_size = 11;
   c.max_seq_len = max_seq_len;
@@ -24,6 +25,7 @@ layers::Gpt small_gpt(int64_t max_seq_len = 8, DType dtype = DType::f32,
   c.n_heads = 2;
   c.n_kv_heads = kv_heads;
   c.position = position;
+  c.attention.window = window;
   c.init_std = 0.3;
   layers::Init init{Rng(3), dtype};
   return layers::Gpt(c, init);
@@ -204,17 +206,18 @@ TEST(Sample, FollowsTheContextWindowOfTheNote) {
 // The cached decoder draws the same tokens as the full recompute for a fixed seed: greedy, plain
 // temperature and filtered sampling, with every position encoding and grouped-query attention,
 // over 30 tokens with max_seq_len 8, so the window restarts (and the cache is cleared and
-// prefilled again) five times. In float64 the logits agree exactly; in float32 they differ by
+// prefilled again) five times; and with an attention window of 3, whose cache holds 6 rows, drops old
+// ones and prefills 8 ids in two passes. In float64 the logits agree exactly; in float32 they differ by
 // rounding only (tests/layers/kv_cache_test.cpp), far less than the gaps between these draws.
 TEST(Sample, KvCacheDrawsTheSameTokensAsTheFullRecompute) {
   using layers::PositionEncoding;
   const std::vector<int32_t> short_prompt = {1, 4, 2}, long_prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 1};
   const SampleOptions options[] = {with(0.0, 0, 1.0, 0, 30), with(1.3, 0, 1.0, 9, 30), with(0.8, 5, 0.9, 21, 30)};
   for (const DType dtype : {DType::f32, DType::f64})
-    for (const auto position :
-         {PositionEncoding::none, PositionEncoding::sinusoidal, PositionEncoding::learned, PositionEncoding::rope})
-      for (const int64_t kv_heads : {0, 1}) {
-        const layers::Gpt model = small_gpt(8, dtype, position, kv_heads);
+    for (const auto position : {PositionEncoding::none, PositionEncoding::sinusoidal, PositionEncoding::learned,
+                                PositionEncoding::rope, PositionEncoding::alibi})
+      for (const auto [kv_heads, window] : {std::pair<int64_t, int64_t>{0, 0}, {1, 0}, {1, 3}}) {
+        const layers::Gpt model = small_gpt(8, dtype, position, kv_heads, window);
         for (const auto& prompt : {short_prompt, long_prompt})
           for (SampleOptions o : options) {
             o.kv_cache = true;
@@ -222,7 +225,7 @@ TEST(Sample, KvCacheDrawsTheSameTokensAsTheFullRecompute) {
             o.kv_cache = false;
             EXPECT_EQ(cached, sample(model, prompt, o))
                 << dtype_name(dtype) << " " << layers::position_encoding_name(position) << " kv_heads " << kv_heads
-                << " prompt " << prompt.size() << " temperature " << o.temperature;
+                << " window " << window << " prompt " << prompt.size() << " temperature " << o.temperature;
           }
       }
 }

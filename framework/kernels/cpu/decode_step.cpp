@@ -67,7 +67,7 @@ void attention_layer_step_fast(const AttentionLayerStepArgs& a) {
   AttentionDims d;  // one key/value group: its Hg query heads, one new query row
   d.heads = Hg;
   d.q_len = 1;
-  d.kv_len = a.position + 1;
+  d.kv_len = a.cached + 1;
   d.head_dim = D;
   d.value_dim = D;
   d.scale = 1.0 / std::sqrt(static_cast<double>(D));  // as ops::attention: Vaswani et al. 2017, eq. 1
@@ -87,8 +87,8 @@ void attention_layer_step_fast(const AttentionLayerStepArgs& a) {
     float* q = queries.data() + t * Hg * D;  // (Hg, D)
     for (int64_t g = groups.begin; g < groups.end; ++g) {
       const int64_t q_row = g * Hg * D, k_row = H * D + g * D, v_row = (H + G) * D + g * D;
-      float* k_new = a.keys + (g * L + a.position) * D;    // (D): this position's row of the cache
-      float* v_new = a.values + (g * L + a.position) * D;  // (D)
+      float* k_new = a.keys + (g * L + a.cached) * D;    // (D): this position's row of the cache
+      float* v_new = a.values + (g * L + a.cached) * D;  // (D)
       gemv_fast(Hg * D, C, a.w_qkv + q_row * C, C, a.x, offset_or_null(a.b_qkv, q_row), q);
       gemv_fast(D, C, a.w_qkv + k_row * C, C, a.x, offset_or_null(a.b_qkv, k_row), k_new);
       gemv_fast(D, C, a.w_qkv + v_row * C, C, a.x, offset_or_null(a.b_qkv, v_row), v_new);

@@ -22,13 +22,13 @@ namespace tf::kernels {
 
 struct AttentionLayerStepArgs {
   int64_t d_model = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  int64_t position = 0, capacity = 0;  // cache rows filled before this step; L
+  int64_t cached = 0, capacity = 0;  // cache rows filled before this step (the new row goes there); L
   const float* x = nullptr;            // (C): the layer's input
   const float* w_qkv = nullptr;        // ((H + 2G) D, C): rows [queries (H D) | keys (G D) | values (G D)]
   const float* b_qkv = nullptr;        // ((H + 2G) D) or null
   const float* w_proj = nullptr;       // (C, H D)
   const float* b_proj = nullptr;       // (C) or null
-  float* keys = nullptr;               // (G, L, D): row `position` of each head is written here
+  float* keys = nullptr;               // (G, L, D): row `cached` of each head is written here
   float* values = nullptr;             // (G, L, D)
   const float* rope_cos = nullptr;     // (D / 2): cos and sin of this position's RoPE angles, or null
   const float* rope_sin = nullptr;     //   (no rotation); pairs (2i, 2i + 1) as ops::rope
@@ -36,7 +36,7 @@ struct AttentionLayerStepArgs {
   float* out = nullptr;  // (C) = proj(attention(qkv(x)))
 };
 
-// Causal attention of the new token over rows 0 .. position of the cache, scale 1 / sqrt(D).
+// Causal attention of the new token over rows 0 .. cached of the cache, scale 1 / sqrt(D).
 void attention_layer_step_fast(const AttentionLayerStepArgs& a);
 
 struct MlpStepArgs {
