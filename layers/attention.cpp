@@ -15,6 +15,7 @@ MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o
   const int64_t qkv_out = (o.n_heads + 2 * kv_heads()) * head_dim();
   qkv = Linear({o.d_model, qkv_out, o.bias, o.init_std}, init);
   proj = Linear({o.n_heads * head_dim(), o.d_model, o.bias, o.proj_init_std}, init);
+  if (o.variant.relative_buckets > 0) relative_bias = init.normal({o.n_heads, o.variant.relative_buckets}, o.init_std);
 }
 
 MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int64_t position_offset) const {
@@ -41,15 +42,16 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
              "MultiHeadAttention: decoding is inference only (no dropout, no attention weights)");
     if (ops::one_token_step(x) && cache->keys.dim(0) == 1)  // the whole layer in one parallel region
       return ops::attention_layer_step(x, {qkv.weight, qkv.bias, proj.weight, proj.bias}, options.n_heads, *cache,
-                                       options.rope ? &options.rope_options : nullptr, options.variant);
+                                       options.rope ? &options.rope_options : nullptr, options.variant, relative_bias);
     const Heads h = project_heads(x, cache->next_position());
-    out = ops::attention_append(h.queries, h.keys, h.values, *cache, options.variant);
+    out = ops::attention_append(h.queries, h.keys, h.values, *cache, options.variant, relative_bias);
   } else {
     const Heads h = project_heads(x, 0);
     ops::AttentionOptions attn;
     attn.causal = options.causal;
     attn.key_padding = key_padding;
     attn.variant = options.variant;
+    attn.relative_bias = relative_bias;
     if (ctx.training && options.attn_dropout > 0) {
       attn.dropout = options.attn_dropout;
       attn.dropout_seed = ctx.next_seed();
@@ -66,6 +68,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
 void MultiHeadAttention::parameters(ParamList& out, const std::string& prefix) const {
   qkv.parameters(out, prefix + "qkv.");
   proj.parameters(out, prefix + "proj.");
+  add_param(out, prefix + "relative_bias", relative_bias, ParamKind::embedding);
 }
 
 }  // namespace tf::layers

@@ -29,7 +29,7 @@ struct MultiHeadAttention {
     bool bias = true;
     bool rope = false;        // rotate queries and keys (Su et al. 2021)
     ops::RopeOptions rope_options;
-    kernels::AttentionVariant variant = {};  // sliding window, ALiBi (Note [attention variants])
+    kernels::AttentionVariant variant = {};  // sliding window, ALiBi, T5 bias (Note [attention variants])
     double attn_dropout = 0;  // on the attention probabilities
     double init_std = 0.02;
     double proj_init_std = 0.02;  // GPT-2's scaled init of the residual projection
@@ -37,6 +37,8 @@ struct MultiHeadAttention {
   Options options;
   Linear qkv;   // (H D + 2 G D, C): rows [queries | keys | values]
   Linear proj;  // W_O: (C, H D)
+  Tensor relative_bias;  // (H, buckets): T5's learned bias per head and distance bucket, when the
+                         // variant has buckets (Note [attention variants])
 
   MultiHeadAttention() = default;
   MultiHeadAttention(const Options& options, Init& init);

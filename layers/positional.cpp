@@ -10,7 +10,7 @@
 namespace tf::layers {
 
 const char* position_encoding_name(PositionEncoding p) {
-  static const char* names[] = {"none", "sinusoidal", "learned", "rope", "alibi"};
+  static const char* names[] = {"none", "sinusoidal", "learned", "rope", "alibi", "t5"};
   return names[static_cast<int>(p)];
 }
 

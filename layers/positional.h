@@ -9,6 +9,8 @@
 //               see framework/ops/rope.h for the pairing of dimensions
 //   alibi       nothing is added; each head's scores get a linear penalty on the query-key distance
 //               (Press et al. 2022), Note [attention variants] in framework/kernels/reference/attention.h
+//   t5          nothing is added; each layer learns one scalar per head and relative-distance bucket,
+//               added to the scores (Raffel et al. 2020), the same Note
 #pragma once
 #include <string>
 
@@ -17,10 +19,10 @@
 
 namespace tf::layers {
 
-enum class PositionEncoding { none, sinusoidal, learned, rope, alibi };
+enum class PositionEncoding { none, sinusoidal, learned, rope, alibi, t5 };
 inline constexpr PositionEncoding kPositionEncodings[] = {PositionEncoding::none, PositionEncoding::sinusoidal,
                                                           PositionEncoding::learned, PositionEncoding::rope,
-                                                          PositionEncoding::alibi};
+                                                          PositionEncoding::alibi, PositionEncoding::t5};
 const char* position_encoding_name(PositionEncoding p);
 PositionEncoding parse_position_encoding(const std::string& name);  // throws InputError
 

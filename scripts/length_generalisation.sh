@@ -23,7 +23,7 @@ tf=build/tools/tapeformer
 lengths=(128 256 512 1024)
 
 # Same recipe, budget and seed for every encoding; only model.position differs.
-for position in learned sinusoidal rope alibi none; do
+for position in learned sinusoidal rope alibi t5 none; do
   dir="$out/$position"
   [[ -f "$dir/ckpt_$(printf %08d "$steps").h5" ]] && continue
   mkdir -p "$out"
@@ -56,5 +56,5 @@ row() {
   done
   echo "$line |"
 }
-for position in learned sinusoidal rope alibi none; do row "$position" "$out/$position" plain; done
+for position in learned sinusoidal rope alibi t5 none; do row "$position" "$out/$position" plain; done
 for rule in linear ntk yarn; do row "rope + $rule (s = T / 128 at eval)" "$out/rope" scaled "$rule"; done

@@ -117,6 +117,8 @@ std::vector<Field> make_fields() {
              named(layers::kPositionEncodings, layers::position_encoding_name)),
       integer("model.attention_window", "sliding-window attention: a query sees the last attention_window positions (and as many ahead when not causal); 0 = all", REF(model.attention.window), 0, 1 << 20),
       number("model.rope_theta", "RoPE base: pair i turns at pos * theta^(-2i/head_dim)", REF(model.rope_theta), 1.0, kInf, true),
+      integer("model.relative_buckets", "position t5: buckets of the learned relative bias, half exact, half logarithmic in distance", REF(model.relative_buckets), 4, 1024),
+      integer("model.relative_max_distance", "position t5: distances beyond it share the last bucket", REF(model.relative_max_distance), 4, 1 << 20),
       choice("model.rope_scaling", "stretch RoPE to a longer context: none, linear (position interpolation), ntk (NTK-aware base) or yarn (docs/models.md)",
              REF(model.rope_scaling.kind), named(ops::kRopeScalingKinds, ops::rope_scaling_name)),
       number("model.rope_scaling_factor", "s >= 1: the new context over the trained one (with model.rope_scaling)", REF(model.rope_scaling.factor), 1.0, kInf),

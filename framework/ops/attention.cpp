@@ -72,8 +72,23 @@ std::vector<uint8_t> key_keep_bytes(const Tensor& key_padding, const AttentionDi
   return keep;
 }
 
-AttentionMask make_mask(bool causal, const std::vector<uint8_t>& key_keep, const kernels::AttentionVariant& variant) {
-  return {.causal = causal, .key_keep = key_keep.empty() ? nullptr : key_keep.data(), .variant = variant};
+// T5 bias: the table must be (H, buckets) of q's dtype exactly when the variant has buckets.
+void check_relative_bias(const Tensor& bias, const AttentionDims& d, const kernels::AttentionVariant& variant,
+                         DType dtype) {
+  if (variant.relative_buckets <= 0) {
+    TF_CHECK(!bias.defined(), "attention: a relative_bias table needs variant.relative_buckets > 0");
+    return;
+  }
+  TF_CHECK(bias.defined() && bias.shape() == Shape({d.heads, variant.relative_buckets}) && bias.dtype() == dtype,
+           "attention: relative_bias must be (H, buckets) = (", d.heads, ", ", variant.relative_buckets, ") ",
+           dtype_name(dtype), ", got ", bias.describe());
+}
+
+AttentionMask make_mask(bool causal, const std::vector<uint8_t>& key_keep, const kernels::AttentionVariant& variant,
+                        const Tensor& relative_bias, const std::vector<int32_t>& bucket_of) {
+  return {.causal = causal, .key_keep = key_keep.empty() ? nullptr : key_keep.data(), .variant = variant,
+          .relative_bias = relative_bias.defined() ? relative_bias.raw_data() : nullptr,
+          .bucket_of = bucket_of.empty() ? nullptr : bucket_of.data()};
 }
 
 struct AttentionNode : Node {
@@ -84,18 +99,22 @@ struct AttentionNode : Node {
   bool causal = false;
   std::vector<uint8_t> key_keep;  // (B, T_k) or empty
   kernels::AttentionVariant variant;
+  Tensor relative_bias;            // saved input: (H, buckets) or undefined
+  std::vector<int32_t> bucket_of;  // T5 bias: bucket of each distance, or empty
   const char* op_name() const override { return "attention"; }
   void backward() override {
     const Tensor dout = outputs[0].grad();
-    const AttentionMask mask = make_mask(causal, key_keep, variant);
+    const AttentionMask mask = make_mask(causal, key_keep, variant, relative_bias, bucket_of);
     Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
            dv = Tensor::empty(v.shape(), v.dtype());
+    Tensor dbias = relative_bias.defined() ? Tensor::zeros(relative_bias.shape(), relative_bias.dtype()) : Tensor();
     dispatch(q.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const kernels::AttentionBackwardArgs<T> a{.dims = dims, .mask = mask, .queries = q.data<T>(), .keys = k.data<T>(),
                                                 .values = v.data<T>(), .out = out.data<T>(),
                                                 .lse = log_sum_exp.data<T>(), .dout = dout.data<T>(),
-                                                .dqueries = dq.data<T>(), .dkeys = dk.data<T>(), .dvalues = dv.data<T>()};
+                                                .dqueries = dq.data<T>(), .dkeys = dk.data<T>(), .dvalues = dv.data<T>(),
+                                                .drelative_bias = dbias.defined() ? dbias.data<T>() : nullptr};
       if constexpr (std::is_same_v<T, float>) {
         if (kernels::use_fast<T>())
           return kernels::flash_attention_preferred(dims, mask) ? kernels::flash_attention_backward(a)
@@ -106,6 +125,7 @@ struct AttentionNode : Node {
     accumulate_grad(q, std::move(dq));
     accumulate_grad(k, std::move(dk));
     accumulate_grad(v, std::move(dv));
+    if (dbias.defined()) accumulate_grad(relative_bias, std::move(dbias));
   }
 };
 
@@ -115,7 +135,9 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                  Tensor* weights_out) {
   const AttentionDims d = attention_dims(q, k, v, options);
   std::vector<uint8_t> key_keep = key_keep_bytes(options.key_padding, d);
-  const AttentionMask mask = make_mask(options.causal, key_keep, options.variant);
+  check_relative_bias(options.relative_bias, d, options.variant, q.dtype());
+  std::vector<int32_t> bucket_of = kernels::relative_bucket_table(options.variant, options.causal, d.kv_len);
+  const AttentionMask mask = make_mask(options.causal, key_keep, options.variant, options.relative_bias, bucket_of);
 
   Tensor out = Tensor::empty({d.batch, d.heads, d.q_len, d.value_dim}, q.dtype());  // (B, H, T_q, D_v)
   Tensor lse = Tensor::empty({d.batch, d.heads, d.q_len}, q.dtype());              // (B, H, T_q)
@@ -136,7 +158,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   });
   if (weights_out) *weights_out = probs;
 
-  if (needs_grad(q, k, v)) {
+  if (needs_grad(q, k, v, options.relative_bias)) {
     auto node = std::make_unique<AttentionNode>();
     node->q = q;
     node->k = k;
@@ -147,6 +169,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     node->causal = options.causal;
     node->variant = options.variant;
     node->key_keep = std::move(key_keep);
+    node->relative_bias = options.relative_bias;
+    node->bucket_of = std::move(bucket_of);
     record(std::move(node), {out});
   }
   return out;

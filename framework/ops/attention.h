@@ -33,7 +33,9 @@ struct AttentionOptions {
   double scale = 0;           // 0 means 1 / sqrt(D)  (Vaswani et al. 2017, eq. 1)
   double dropout = 0;         // on the attention probabilities, in [0, 1); a layer passes 0 in eval
   uint64_t dropout_seed = 0;  // counter-based: element index e of P -> tf::uniform_at(seed, e)
-  kernels::AttentionVariant variant = {};  // sliding window, ALiBi: Note [attention variants]
+  kernels::AttentionVariant variant = {};  // sliding window, ALiBi, T5 bias: Note [attention variants]
+  Tensor relative_bias{};     // (H, relative_buckets): T5's learned bias per head and bucket, when the
+                              // variant has buckets; it receives a gradient like q, k and v
 };
 
 // q (B, H, T_q, D), k (B, H_kv, T_k, D) and v (B, H_kv, T_k, D_v) with H % H_kv == 0 (H_kv < H is

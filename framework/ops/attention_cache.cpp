@@ -29,7 +29,7 @@ void write_rows(const Tensor& dst, const Tensor& src, int64_t position) {
 }  // namespace
 
 Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor& values, const KvBuffers& cache,
-                        const kernels::AttentionVariant& variant) {
+                        const kernels::AttentionVariant& variant, const Tensor& relative_bias) {
   // Nothing here is recorded (the cache's writes are not ops), so a gradient would be silently wrong.
   TF_CHECK(!grad_enabled(), "attention_append is for inference: call it under a NoGradGuard");
   const Tensor& cache_k = cache.keys;
@@ -63,7 +63,15 @@ Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor&
   d.head_dim = D;
   d.value_dim = D;
   d.scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const kernels::AttentionMask mask{.causal = true, .variant = variant, .model_heads = H};
+  TF_CHECK(variant.relative_buckets <= 0 ||
+               (relative_bias.defined() && relative_bias.shape() == Shape({H, variant.relative_buckets}) &&
+                relative_bias.dtype() == queries.dtype()),
+           "attention_append: the T5 bias table must be (", H, ", ", variant.relative_buckets, "), got ",
+           relative_bias.describe());
+  const std::vector<int32_t> bucket_of = kernels::relative_bucket_table(variant, true, d.kv_len);
+  const kernels::AttentionMask mask{.causal = true, .variant = variant, .model_heads = H,
+                                    .relative_bias = relative_bias.defined() ? relative_bias.raw_data() : nullptr,
+                                    .bucket_of = bucket_of.empty() ? nullptr : bucket_of.data()};
   Tensor out = Tensor::empty({B, H, T, D}, queries.dtype());  // (B, H, T, D)
   dispatch(queries.dtype(), [&](auto zero) {
     using Scalar = decltype(zero);

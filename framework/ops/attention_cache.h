@@ -38,7 +38,8 @@ struct KvBuffers {
 // kernels/cpu/attention_step.h, in one parallel region when the context is long; a longer chunk (a
 // prefill) runs each pair on the threaded attention kernel. Throws tf::Error under grad mode, or when the cache is full.
 // `variant` is the layer's attention variant (Note [attention variants] in kernels/reference/attention.h).
+// `relative_bias` is the layer's T5 table (H, buckets) when the variant has buckets.
 Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor& values, const KvBuffers& cache,
-                        const kernels::AttentionVariant& variant = {});
+                        const kernels::AttentionVariant& variant = {}, const Tensor& relative_bias = {});
 
 }  // namespace tf::ops

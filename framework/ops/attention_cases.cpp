@@ -1,5 +1,6 @@
 // Gradient-check cases for attention: every mask combination, rows with no visible key, grouped
-// heads, T_q != T_k, dropout with a fixed seed, a value size unlike the key size, odd sizes.
+// heads, T_q != T_k, dropout with a fixed seed, a value size unlike the key size, odd sizes, and the
+// variants (window, ALiBi, T5's learned relative bias).
 #include "framework/ops/attention.h"
 #include "framework/ops/cases.h"
 
@@ -26,6 +27,24 @@ void add_case(std::vector<OpCase>& cases, const std::string& name, Sizes s, Atte
                          gradcheck_input(rng, {s.batch, s.kv_heads, s.kv_len, s.value_dim}, "v")};
                    },
                    [options](const std::vector<Tensor>& in) { return attention(in[0], in[1], in[2], options); }});
+}
+
+// T5's relative bias (Note [attention variants]): the table (H, buckets) is a fourth input, checked
+// like q, k and v.
+void add_t5_case(std::vector<OpCase>& cases, const std::string& name, Sizes s, AttentionOptions options) {
+  cases.push_back({name, s.to_string() + " buckets " + std::to_string(options.variant.relative_buckets),
+                   [s, options](Rng& rng) {
+                     return std::vector<Tensor>{
+                         gradcheck_input(rng, {s.batch, s.heads, s.q_len, s.head_dim}, "q"),
+                         gradcheck_input(rng, {s.batch, s.kv_heads, s.kv_len, s.head_dim}, "k"),
+                         gradcheck_input(rng, {s.batch, s.kv_heads, s.kv_len, s.value_dim}, "v"),
+                         gradcheck_input(rng, {s.heads, options.variant.relative_buckets}, "relative_bias")};
+                   },
+                   [options](const std::vector<Tensor>& in) {
+                     AttentionOptions o = options;
+                     o.relative_bias = in[3];
+                     return attention(in[0], in[1], in[2], o);
+                   }});
 }
 
 }  // namespace
@@ -62,6 +81,13 @@ void add_attention_cases(std::vector<OpCase>& cases) {
            {.key_padding = padding, .variant = {.alibi = true}});
   add_case(cases, "attention (ALiBi + window 3, T_q=2 < T_k=5)", {1, 4, 2, 2, 5, 3, 3},
            {.causal = true, .variant = {.window = 3, .alibi = true}});
+  // T5 bias with 4 buckets and max distance 4: distances 0, 1 exact, 2 and 3 logarithmic, 4+ shared,
+  // so several scores share one bucket and their gradients add up; both ways (keys after the query
+  // get their own half) with padding.
+  add_t5_case(cases, "attention (T5 bias, causal)", {1, 2, 2, 6, 6, 3, 3},
+              {.causal = true, .variant = {.relative_buckets = 4, .relative_max_distance = 4}});
+  add_t5_case(cases, "attention (T5 bias, bidirectional + padding, GQA)", {2, 4, 2, 5, 5, 2, 2},
+              {.key_padding = padding, .variant = {.relative_buckets = 6, .relative_max_distance = 8}});
 }
 
 }  // namespace tf::ops

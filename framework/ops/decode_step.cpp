@@ -27,7 +27,8 @@ bool one_token_step(const Tensor& x) {
 }
 
 Tensor attention_layer_step(const Tensor& x, const TwoLinears& w, int64_t heads, const KvBuffers& cache,
-                            const RopeOptions* rope, const kernels::AttentionVariant& variant) {
+                            const RopeOptions* rope, const kernels::AttentionVariant& variant,
+                            const Tensor& relative_bias) {
   TF_CHECK(one_token_step(x), "attention_layer_step: one float32 row under a NoGradGuard, got ", x.describe());
   const Tensor& keys = cache.keys;
   TF_CHECK(keys.rank() == 4 && keys.dim(0) == 1 && keys.dtype() == DType::f32 && cache.values.shape() == keys.shape(),
@@ -44,6 +45,11 @@ Tensor attention_layer_step(const Tensor& x, const TwoLinears& w, int64_t heads,
     at.position_offset += cache.next_position();
     angles = rope_row(D, at);
   }
+  TF_CHECK(variant.relative_buckets <= 0 || (relative_bias.defined() && relative_bias.dtype() == DType::f32 &&
+                                               relative_bias.shape() == Shape({H, variant.relative_buckets})),
+           "attention_layer_step: the T5 bias table must be (", H, ", ", variant.relative_buckets, ") float32, got ",
+           relative_bias.describe());
+  const std::vector<int32_t> bucket_of = kernels::relative_bucket_table(variant, true, cache.length + 1);
   Tensor out = Tensor::empty(x.shape(), DType::f32);
   kernels::attention_layer_step_fast({.d_model = C, .heads = H, .kv_heads = G, .head_dim = D,
                                       .cached = cache.length, .capacity = L, .x = x.data<float>(),
@@ -51,6 +57,8 @@ Tensor attention_layer_step(const Tensor& x, const TwoLinears& w, int64_t heads,
                                       .w_proj = w.out_weight.data<float>(), .b_proj = data_or_null(w.out_bias),
                                       .keys = keys.data<float>(), .values = cache.values.data<float>(),
                                       .rope_cos = angles.cos, .rope_sin = angles.sin, .variant = variant,
+                                      .relative_bias = relative_bias.defined() ? relative_bias.data<float>() : nullptr,
+                                      .bucket_of = bucket_of.empty() ? nullptr : bucket_of.data(),
                                       .out = out.data<float>()});
   return out;
 }

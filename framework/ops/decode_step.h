@@ -32,8 +32,10 @@ struct TwoLinears {
 // KV cache of batch 1: writes this position's keys and values into row cache.length of `cache`;
 // causal, scale 1 / sqrt(D). `rope` null = no rotation; its position_offset is added to the
 // cache's length, as the layer does.
+// relative_bias: the T5 table (H, buckets) when the variant has buckets.
 Tensor attention_layer_step(const Tensor& x, const TwoLinears& weights, int64_t heads, const KvBuffers& cache,
-                            const RopeOptions* rope, const kernels::AttentionVariant& variant);
+                            const RopeOptions* rope, const kernels::AttentionVariant& variant,
+                            const Tensor& relative_bias = {});
 
 // x (..., C) with one row -> proj(gelu(fc(x))), same shape.
 Tensor gelu_mlp_step(const Tensor& x, const TwoLinears& weights, kernels::GeluApprox approx);

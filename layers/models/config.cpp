@@ -18,6 +18,10 @@ TransformerBlock::Options ModelConfig::block_options() const {
   b.attn.rope_options.scaling = rope_scaling;
   b.attn.variant = attention;
   b.attn.variant.alibi = position == PositionEncoding::alibi;
+  if (position == PositionEncoding::t5) {
+    b.attn.variant.relative_buckets = relative_buckets;
+    b.attn.variant.relative_max_distance = relative_max_distance;
+  }
   b.attn.attn_dropout = attn_dropout;
   b.attn.init_std = init_std;
   b.attn.proj_init_std = residual_std;
@@ -64,6 +68,12 @@ void ModelConfig::validate() const {
                   "trained at (its data.seq_len), got ", sc.original_context);
   TF_CHECK_CONFIG(sc.alpha >= 0 && sc.alpha < sc.beta, ({"model.yarn_alpha", "model.yarn_beta"}),
                   "model.yarn_alpha must be >= 0 and below model.yarn_beta, got ", sc.alpha, " and ", sc.beta);
+  TF_CHECK_CONFIG(relative_buckets >= 4 && relative_buckets % 2 == 0, ({"model.relative_buckets"}),
+                  "model.relative_buckets must be even and >= 4 (half exact, half logarithmic; a BERT splits them "
+                  "between keys before and after the query), got ", relative_buckets);
+  TF_CHECK_CONFIG(relative_max_distance >= relative_buckets, ({"model.relative_max_distance"}),
+                  "model.relative_max_distance must be >= model.relative_buckets (", relative_buckets, "), got ",
+                  relative_max_distance);
   TF_CHECK_CONFIG(attention.window >= 0, ({"model.attention_window"}),
                   "model.attention_window must be >= 0 (0 means no window), got ", attention.window);
   TF_CHECK_CONFIG(dropout >= 0 && dropout < 1, ({"model.dropout"}), "model.dropout must be in [0, 1), got ", dropout);

@@ -25,6 +25,8 @@ struct ModelConfig {
   PositionEncoding position = PositionEncoding::learned;
   double rope_theta = 10000.0;
   ops::RopeScaling rope_scaling;  // stretching RoPE's table to a longer context (Note [rope scaling])
+  int64_t relative_buckets = 32;        // position t5: buckets of T5's relative bias (Raffel et al. 2020)
+  int64_t relative_max_distance = 128;  // position t5: distances beyond share the last bucket
   // Attention beyond its shapes, one value from recipe to kernel (Note [attention variants] in
   // framework/kernels/reference/attention.h). alibi follows `position` (block_options sets it).
   kernels::AttentionVariant attention;

@@ -13,6 +13,7 @@
 #include "framework/ops/attention.h"
 #include "framework/ops/attention_cache.h"
 #include "framework/random.h"
+#include "naive_attention.h"
 #include "support/compare.h"
 
 namespace tf {
@@ -37,28 +38,15 @@ TEST(AlibiSlopes, ArePressEtAlsGeometricSequences) {
 // softmax(scale q.k - m_h |p - j|) V over keys p - w < j (< p + w unless causal), written from the
 // definitions in double, one (b, h, i) row at a time. Rows with no visible key are 0.
 Tensor naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, const AttentionVariant& var) {
-  const int64_t B = q.dim(0), H = q.dim(1), Tq = q.dim(2), D = q.dim(3), G = k.dim(1), Tk = k.dim(2);
-  const std::vector<double> Q = q.to_vector(), K = k.to_vector(), V = v.to_vector();
-  std::vector<double> out(B * H * Tq * D, 0.0);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < Tq; ++i) {
-        const int64_t p = i + Tk - Tq, kv = b * G + h / (H / G), row = (b * H + h) * Tq + i;
-        std::vector<double> w(Tk, 0.0);
-        double total = 0;
-        for (int64_t j = 0; j < Tk; ++j) {
-          const bool seen = (!causal || j <= p) && (var.window == 0 || (j > p - var.window && j < p + var.window));
-          if (!seen) continue;
-          double s = 0;
-          for (int64_t c = 0; c < D; ++c) s += Q[row * D + c] * K[(kv * Tk + j) * D + c];
-          s /= std::sqrt(static_cast<double>(D));
-          if (var.alibi) s -= kernels::alibi_slope(h, H) * std::abs(static_cast<double>(p - j));
-          total += w[j] = std::exp(s);  // scores here are small: no max subtraction needed
-        }
-        for (int64_t j = 0; j < Tk && total > 0; ++j)
-          for (int64_t c = 0; c < D; ++c) out[row * D + c] += w[j] / total * V[(kv * Tk + j) * D + c];
-      }
-  return Tensor::from_vector(out, {B, H, Tq, D}, DType::f64);
+  const int64_t H = q.dim(1);
+  return testing::naive_attention_rows(
+      q, k, v,
+      [&](int64_t, int64_t p, int64_t j) {
+        return (!causal || j <= p) && (var.window == 0 || (j > p - var.window && j < p + var.window));
+      },
+      [&](int64_t h, int64_t p, int64_t j) {
+        return var.alibi ? -kernels::alibi_slope(h, H) * std::abs(static_cast<double>(p - j)) : 0.0;
+      });
 }
 
 struct VariantCase {

@@ -152,7 +152,10 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            CacheCase{PositionEncoding::alibi, 4, 1, 5},
                                            // RoPE stretched for a longer context
                                            CacheCase{PositionEncoding::rope, 4, 2, 0, ops::RopeScalingKind::yarn},
-                                           CacheCase{PositionEncoding::rope, 2, 0, 0, ops::RopeScalingKind::ntk}));
+                                           CacheCase{PositionEncoding::rope, 2, 0, 0, ops::RopeScalingKind::ntk},
+                                           // T5's learned bias, its bucket table built per decoding step
+                                           CacheCase{PositionEncoding::t5, 4, 2},
+                                           CacheCase{PositionEncoding::t5, 2, 0, 3}));
 
 // Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
 // untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm, SwiGLU; token by token after a
@@ -288,7 +291,8 @@ TEST(KvCache, BuffersAreAllocatedOnceAndNeverMoveAndStepsMakeNoPrimitives) {
 // the full forward's logits exactly in float64, for a prefill longer than one pass (split in parts),
 // single tokens, and RoPE and ALiBi, whose positions must survive the drops.
 TEST(KvCache, AWindowKeepsTwiceTheWindowAndMatchesTheFullForward) {
-  for (PositionEncoding position : {PositionEncoding::rope, PositionEncoding::alibi, PositionEncoding::learned}) {
+  for (PositionEncoding position :
+       {PositionEncoding::rope, PositionEncoding::alibi, PositionEncoding::learned, PositionEncoding::t5}) {
     SCOPED_TRACE(position_encoding_name(position));
     ModelConfig c = cached_config(position, 4, 2, 4);
     c.max_seq_len = 40;

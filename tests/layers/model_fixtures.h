@@ -28,6 +28,8 @@ inline ModelConfig tiny_config(Architecture arch, PositionEncoding position) {
   c.n_layers = 2;
   c.n_heads = 2;
   c.position = position;
+  c.relative_buckets = 4;  // t5: at T = 5, distances 0 and 1 are exact, 2 and 3 logarithmic, 4 shared
+  c.relative_max_distance = 4;
   c.causal = arch == Architecture::gpt;
   c.pre_norm = arch == Architecture::gpt;
   c.gelu = arch == Architecture::gpt ? ops::GeluApprox::tanh : ops::GeluApprox::erf;
@@ -110,6 +112,6 @@ inline const char* arch_name(Architecture a) { return a == Architecture::gpt ? "
 
 constexpr PositionEncoding kAllPositions[] = {PositionEncoding::none, PositionEncoding::sinusoidal,
                                               PositionEncoding::learned, PositionEncoding::rope,
-                                              PositionEncoding::alibi};
+                                              PositionEncoding::alibi, PositionEncoding::t5};
 
 }  // namespace tf::layers::testing

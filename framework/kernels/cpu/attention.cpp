@@ -155,6 +155,19 @@ void attention_backward_fast(const AttentionBackwardArgs<float>& a) {
     for (int64_t j = 0; j < d.kv_len; ++j) dr[j] = scale * pr[j] * (dr[j] - delta);
   }
 
+  // T5 bias: its table's gradient is dS summed by bucket. One thread per head, so no two add into the
+  // same row of the table.
+  if (a.drelative_bias) {
+    const float inv_scale = static_cast<float>(1.0 / d.scale);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t h = 0; h < d.heads; ++h)
+      for (int64_t b = 0; b < d.batch; ++b)
+        for (int64_t i = 0; i < d.q_len; ++i) {
+          const int64_t r = (b * d.heads + h) * d.q_len + i, begin = mask.key_begin(d, i), end = mask.key_end(d, i);
+          if (end > begin)
+            mask.add_score_bias_grad(d, h, i, begin, end - begin, ds + r * d.kv_len + begin, inv_scale, a.drelative_bias);
+        }
+  }
   head_matmul(d, gq, d.head_dim, d.kv_len, false, false, ds, k, dq);      // dQ = scale dS K
   head_matmul(d, d.kv_len, d.head_dim, gq, true, false, ds, q, dk);       // dK = scale dS^T Q
 }

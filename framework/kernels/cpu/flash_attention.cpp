@@ -335,10 +335,22 @@ struct BackwardArgs {
   const Run* query_runs;  // (n_q) visible run of each query block
 };
 
+// T5 bias: dS of rows i0 .. i0 + nr - 1 of head h against keys j0 .. j0 + nc - 1, summed by bucket
+// into dtable (the calling task's own copy of the table's gradient).
+void relative_bias_grad(const AttentionDims& d, const AttentionMask& mask, int64_t h, int64_t i0, int64_t nr,
+                        int64_t j0, int64_t nc, const float* ds, float* dtable) {
+  const float inv_scale = static_cast<float>(1.0 / d.scale);
+  for (int64_t ii = 0; ii < nr; ++ii) {
+    const int64_t begin = std::clamp<int64_t>(mask.key_begin(d, i0 + ii) - j0, 0, nc);
+    const int64_t end = std::clamp<int64_t>(mask.key_end(d, i0 + ii) - j0, begin, nc);
+    mask.add_score_bias_grad(d, h, i0 + ii, j0 + begin, end - begin, ds + ii * kBlockK + begin, inv_scale, dtable);
+  }
+}
+
 // dK, dV of key block [j0, j0 + nc) of kv head kvh of batch entry b, and its share of dQ, added
 // into dq (B, H, T_q, D).
 void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const BackwardArgs& a, int64_t b,
-                        int64_t kvh, int64_t j0, float* dq) {
+                        int64_t kvh, int64_t j0, float* dq, float* drelative_bias) {
   const int64_t nc = std::min(kBlockK, d.kv_len - j0), dp = padded(d.head_dim), dvp = padded(d.value_dim);
   const int64_t kv = b * d.kv_heads + kvh;
   const float* k_block = a.k + (kv * d.kv_len + j0) * d.head_dim;   // (nc, D)
@@ -386,6 +398,7 @@ void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const
 #pragma omp simd
           for (int64_t jj = 0; jj < kBlockK; ++jj) ds[jj] = scale * (pk[jj] * ds[jj] - p[jj] * delta);
         }
+        if (drelative_bias) relative_bias_grad(d, mask, h, i0, nr, j0, nc, w.ds, drelative_bias);
         // dK += scale dS^T Q and dQ += scale dS K.
         const float* q_padded = padded_block(q_rows, nr, d.head_dim, w.q);  // (nr, D padded)
         block_product<true>(nc, dp, nr, w.ds, 1, kBlockK, q_padded, dp, w.dk, dp);
@@ -456,14 +469,24 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a) {
   storage_pool::Scratch<float> dq_parts((chunks - 1) * q_size, 0.0f);  // (chunks - 1, B, H, T_q, D)
   std::fill(dq, dq + q_size, 0.0f);
   const BackwardArgs args{q, k, v, dout, lse, delta.data(), dk, dv, query_runs.data()};
+  // T5 bias: each task sums into its own copy of the table's gradient, added in task order after
+  // (Note [flash determinism]).
+  const int64_t tasks = d.batch * d.kv_heads * chunks;
+  const int64_t table_size = a.drelative_bias ? (mask.model_heads > 0 ? mask.model_heads : d.heads) *
+                                                    mask.variant.relative_buckets
+                                              : 0;
+  storage_pool::Scratch<float> bias_parts(tasks * table_size, 0.0f);  // (tasks, heads, buckets)
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
-  for (int64_t t = 0; t < d.batch * d.kv_heads * chunks; ++t) {
+  for (int64_t t = 0; t < tasks; ++t) {
     const int64_t chunk = t % chunks, pair = t / chunks;
     float* dq_sum = chunk == 0 ? dq : dq_parts.data() + (chunk - 1) * q_size;
+    float* dbias = table_size ? bias_parts.data() + t * table_size : nullptr;
     for (int64_t kb = 0; kb < n_k; ++kb)
       if (chunk_of(kb, chunks) == chunk)
-        backward_key_block(d, mask, args, pair / d.kv_heads, pair % d.kv_heads, kb * kBlockK, dq_sum);
+        backward_key_block(d, mask, args, pair / d.kv_heads, pair % d.kv_heads, kb * kBlockK, dq_sum, dbias);
   }
+  for (int64_t t = 0; t < tasks && table_size; ++t)
+    for (int64_t e = 0; e < table_size; ++e) a.drelative_bias[e] += bias_parts[t * table_size + e];
   if (chunks > 1) {
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t e = 0; e < q_size; ++e)

@@ -22,6 +22,31 @@ double alibi_slope(int64_t h, int64_t heads) {
   return std::exp2(-4.0 * static_cast<double>(2 * (h - n) + 1) / static_cast<double>(n));
 }
 
+int64_t t5_bucket(int64_t n, bool bidirectional, int64_t buckets, int64_t max_distance) {
+  int64_t bucket = 0, nb = buckets;
+  if (bidirectional) {
+    nb /= 2;
+    if (n < 0) bucket = nb;  // keys after the query: the upper half
+    n = n < 0 ? -n : n;
+  } else {
+    n = n < 0 ? 0 : n;
+  }
+  const int64_t exact = nb / 2;
+  if (n < exact) return bucket + n;
+  const double spread = std::log(static_cast<double>(n) / exact) / std::log(static_cast<double>(max_distance) / exact);
+  const auto large = exact + static_cast<int64_t>(spread * static_cast<double>(nb - exact));
+  return bucket + (large < nb - 1 ? large : nb - 1);
+}
+
+std::vector<int32_t> relative_bucket_table(const AttentionVariant& variant, bool causal, int64_t kv_len) {
+  if (variant.relative_buckets <= 0 || kv_len <= 0) return {};
+  std::vector<int32_t> table(2 * kv_len - 1);
+  for (int64_t n = -(kv_len - 1); n < kv_len; ++n)
+    table[n + kv_len - 1] = static_cast<int32_t>(
+        t5_bucket(n, !causal, variant.relative_buckets, variant.relative_max_distance));
+  return table;
+}
+
 namespace {
 
 // The pointers to one (b, h) head of every tensor.
@@ -131,6 +156,7 @@ void attention_backward_reference(const AttentionBackwardArgs<T>& a) {
           for (int64_t c = 0; c < d.value_dim; ++c) dp += doi[c] * hv.v[j * d.value_dim + c];
           for (int64_t c = 0; c < d.value_dim; ++c) dv[v_offset + j * d.value_dim + c] += p * keep * doi[c];
           const T ds = p * (keep * dp - delta);
+          if (a.drelative_bias) mask.add_score_bias_grad(d, h, i, j, 1, &ds, T(1), a.drelative_bias);
           for (int64_t c = 0; c < d.head_dim; ++c) {
             dq[row * d.head_dim + c] += scale * ds * hv.k[j * d.head_dim + c];
             dk[k_offset + j * d.head_dim + c] += scale * ds * qi[c];

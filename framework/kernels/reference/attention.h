@@ -24,6 +24,7 @@
 // is a pure function of (seed, e), so backward recomputes it instead of storing it.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace tf::kernels {
 
@@ -60,12 +61,27 @@ struct AttentionDims {
 //    position p and key j gets -m_h |p - j| added, m_h = alibi_slope(h, H). Keys before the query
 //    are the only ones under a causal mask; the bidirectional form uses the distance both ways. The
 //    bias does not depend on q or k, so backward passes dS through it unchanged.
+//  - relative_buckets > 0 (T5's relative position bias, Raffel et al. 2020, section 2.1): the score
+//    of query position p and key j gets a learned scalar b[h, bucket(p - j)] added. Buckets are
+//    exact for small distances and logarithmic up to relative_max_distance (t5_bucket); a causal
+//    model buckets only p - j >= 0, a bidirectional one gives keys after the query their own half.
+//    The table is a parameter: AttentionMask carries it, and backward sums dS into it by bucket
+//    (add_score_bias_grad).
 struct AttentionVariant {
   int64_t window = 0;  // 0 = every position (subject to causality); else the sliding window's width
   bool alibi = false;  // add ALiBi's linear distance bias to the scores
+  int64_t relative_buckets = 0;          // T5 bias: buckets (both directions together); 0 = off
+  int64_t relative_max_distance = 128;   // T5 bias: distances beyond share the last bucket
 
   bool operator==(const AttentionVariant&) const = default;
 };
+
+// T5's bucket of the distance n = query position - key position (the relative_position_bucket of the
+// paper's code, written from its definition): bidirectional, half the buckets serve n < 0 (keys
+// after the query), the other half n >= 0; causal, every bucket serves n >= 0 (n < 0 counts as 0).
+// Within a half of nb buckets, n < nb / 2 has bucket n; larger n is spaced logarithmically,
+// nb / 2 + floor(ln(n / (nb / 2)) / ln(max_distance / (nb / 2)) * (nb - nb / 2)), at most nb - 1.
+int64_t t5_bucket(int64_t n, bool bidirectional, int64_t buckets, int64_t max_distance);
 
 // ALiBi's slope of head h out of H (Press et al. 2022, section 3): for H a power of two, the
 // geometric sequence 2^(-8 / H), 2^(-16 / H), ..., 2^(-8); otherwise the n = 2^floor(log2 H) slopes
@@ -117,20 +133,45 @@ struct AttentionMask {
     return key_keep == nullptr || key_keep[b * d.kv_len + j] != 0;
   }
 
-  bool has_score_bias() const { return variant.alibi; }
+  // T5 bias (variant.relative_buckets > 0): the (model heads, buckets) table of the kernel's element
+  // type, and bucket_of[n + T_k - 1], the bucket of distance n = query position - key position for
+  // n in [-(T_k - 1), T_k - 1] (RelativeBuckets builds it once per call).
+  const void* relative_bias = nullptr;
+  const int32_t* bucket_of = nullptr;
+
+  bool has_score_bias() const { return variant.alibi || variant.relative_buckets > 0; }
   // Adds the score modifiers' bias to s[0 .. n), the scaled scores of query row i of head h (of this
   // call) against keys j0 .. j0 + n. Callers pass only visible keys.
   template <class T>
   void add_score_bias(const AttentionDims& d, int64_t h, int64_t i, int64_t j0, int64_t n, T* s) const {
-    if (!variant.alibi) return;
-    const T slope = static_cast<T>(alibi_slope(first_head + h, model_heads > 0 ? model_heads : d.heads));
     const int64_t p = query_position(d, i);
-    for (int64_t jj = 0; jj < n; ++jj) {
-      const int64_t distance = p - (j0 + jj);
-      s[jj] -= slope * static_cast<T>(distance < 0 ? -distance : distance);
+    if (variant.alibi) {
+      const T slope = static_cast<T>(alibi_slope(first_head + h, model_heads > 0 ? model_heads : d.heads));
+      for (int64_t jj = 0; jj < n; ++jj) {
+        const int64_t distance = p - (j0 + jj);
+        s[jj] -= slope * static_cast<T>(distance < 0 ? -distance : distance);
+      }
+    }
+    if (variant.relative_buckets > 0) {
+      const T* table = static_cast<const T*>(relative_bias) + (first_head + h) * variant.relative_buckets;
+      const int32_t* bucket = bucket_of + (p - j0) + d.kv_len - 1;  // bucket[-jj]: key j0 + jj
+      for (int64_t jj = 0; jj < n; ++jj) s[jj] += table[bucket[-jj]];
     }
   }
+  // The backward of add_score_bias for the learned part: adds ds[0 .. n) (dL/dS of the same scores,
+  // times ds_scale) into dtable (model heads, buckets) by bucket.
+  template <class T>
+  void add_score_bias_grad(const AttentionDims& d, int64_t h, int64_t i, int64_t j0, int64_t n, const T* ds,
+                           T ds_scale, T* dtable) const {
+    if (variant.relative_buckets <= 0 || n <= 0) return;
+    T* row = dtable + (first_head + h) * variant.relative_buckets;
+    const int32_t* bucket = bucket_of + (query_position(d, i) - j0) + d.kv_len - 1;
+    for (int64_t jj = 0; jj < n; ++jj) row[bucket[-jj]] += ds_scale * ds[jj];
+  }
 };
+
+// bucket_of for AttentionMask: t5_bucket of every distance a call with T_k keys can meet.
+std::vector<int32_t> relative_bucket_table(const AttentionVariant& variant, bool causal, int64_t kv_len);
 
 // The dropout keep factor of P's element e: 0 when dropped, 1 / (1 - dropout) when kept.
 double attention_dropout_factor(const AttentionDims& d, uint64_t e);
@@ -163,6 +204,7 @@ struct AttentionBackwardArgs {
   T* dqueries = nullptr;       // assigned, in the shapes of queries, keys, values; dkeys and dvalues
   T* dkeys = nullptr;          // sum over the query heads that share a key/value head
   T* dvalues = nullptr;
+  T* drelative_bias = nullptr;  // (model heads, buckets): dS summed by bucket, added; T5 bias only
 };
 
 // out = softmax(scale Q K^T, masked) V, lse, and probs when asked.
