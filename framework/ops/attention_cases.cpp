@@ -84,6 +84,12 @@ void add_attention_cases(std::vector<OpCase>& cases) {
   // T5 bias with 4 buckets and max distance 4: distances 0, 1 exact, 2 and 3 logarithmic, 4+ shared,
   // so several scores share one bucket and their gradients add up; both ways (keys after the query
   // get their own half) with padding.
+  // Sparse patterns: Longformer's global tokens, BigBird's random blocks, on a window.
+  add_case(cases, "attention (Longformer: window 2 + 1 global, bidirectional)", {1, 2, 1, 6, 6, 3, 3},
+           {.variant = {.window = 2, .global_tokens = 1}});
+  add_case(cases, "attention (BigBird: window 2, 1 global, 1 random block of 2, causal)", {2, 2, 2, 8, 8, 2, 2},
+           {.causal = true, .variant = {.window = 2, .global_tokens = 1, .random_blocks = 1, .sparse_block = 2,
+                                        .random_seed = 3}});
   add_t5_case(cases, "attention (T5 bias, causal)", {1, 2, 2, 6, 6, 3, 3},
               {.causal = true, .variant = {.relative_buckets = 4, .relative_max_distance = 4}});
   add_t5_case(cases, "attention (T5 bias, bidirectional + padding, GQA)", {2, 4, 2, 5, 5, 2, 2},

@@ -74,6 +74,13 @@ void ModelConfig::validate() const {
   TF_CHECK_CONFIG(relative_max_distance >= relative_buckets, ({"model.relative_max_distance"}),
                   "model.relative_max_distance must be >= model.relative_buckets (", relative_buckets, "), got ",
                   relative_max_distance);
+  TF_CHECK_CONFIG((attention.global_tokens == 0 && attention.random_blocks == 0) || attention.window > 0,
+                  ({"model.attention_global_tokens", "model.attention_random_blocks", "model.attention_window"}),
+                  "model.attention_global_tokens and model.attention_random_blocks add keys to a sliding window: "
+                  "set model.attention_window too (without one every key is already seen)");
+  TF_CHECK_CONFIG(attention.global_tokens >= 0 && attention.random_blocks >= 0 && attention.sparse_block > 0,
+                  ({"model.attention_global_tokens", "model.attention_random_blocks", "model.attention_block_size"}),
+                  "model.attention_global_tokens and attention_random_blocks must be >= 0 and attention_block_size > 0");
   TF_CHECK_CONFIG(attention.window >= 0, ({"model.attention_window"}),
                   "model.attention_window must be >= 0 (0 means no window), got ", attention.window);
   TF_CHECK_CONFIG(dropout >= 0 && dropout < 1, ({"model.dropout"}), "model.dropout must be in [0, 1), got ", dropout);

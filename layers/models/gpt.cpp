@@ -56,8 +56,10 @@ KvCache Gpt::make_cache(int64_t batch) const {
   o.n_layers = config_.n_layers;
   o.batch = batch;
   o.kv_heads = config_.kv_heads();
-  // With a window, 2w rows suffice: w - 1 kept and a chunk of up to w + 1 (layers/kv_cache.h).
-  const int64_t w = config_.attention.window;
+  // With a window, 2w rows suffice: w - 1 kept and a chunk of up to w + 1 (layers/kv_cache.h). Not
+  // with global tokens or random blocks: a query may then see any earlier position.
+  const bool sparse = config_.attention.global_tokens > 0 || config_.attention.random_blocks > 0;
+  const int64_t w = sparse ? 0 : config_.attention.window;
   o.capacity = w > 0 ? std::min(config_.max_seq_len, 2 * w) : config_.max_seq_len;
   o.window = w > 0 ? std::min(w, o.capacity) : 0;
   o.head_dim = config_.head_dim();

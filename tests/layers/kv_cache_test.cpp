@@ -80,11 +80,13 @@ struct CacheCase {
   int64_t heads, kv_heads;
   int64_t window = 0;
   ops::RopeScalingKind rope_scaling = ops::RopeScalingKind::none;
+  int64_t global_tokens = 0, random_blocks = 0;  // with the window: Longformer, BigBird (blocks of 3)
 };
 void PrintTo(const CacheCase& c, std::ostream* out) {
   *out << position_encoding_name(c.position) << " H=" << c.heads << " G=" << (c.kv_heads ? c.kv_heads : c.heads);
   if (c.window) *out << " window=" << c.window;
   if (c.rope_scaling != ops::RopeScalingKind::none) *out << " " << ops::rope_scaling_name(c.rope_scaling) << " x3";
+  if (c.global_tokens || c.random_blocks) *out << " global=" << c.global_tokens << " random=" << c.random_blocks;
 }
 
 class CachedGpt : public ::testing::TestWithParam<CacheCase> {
@@ -94,6 +96,9 @@ class CachedGpt : public ::testing::TestWithParam<CacheCase> {
     // A scaled table (YaRN's also scales the rows) reaches the fused decoding step through its rows.
     c.rope_scaling = {.kind = GetParam().rope_scaling, .factor = GetParam().rope_scaling == ops::RopeScalingKind::none ? 1.0 : 3.0,
                       .original_context = 4};
+    c.attention.global_tokens = GetParam().global_tokens;
+    c.attention.random_blocks = GetParam().random_blocks;
+    c.attention.sparse_block = 3;
     return c;
   }
 };
@@ -155,7 +160,10 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            CacheCase{PositionEncoding::rope, 2, 0, 0, ops::RopeScalingKind::ntk},
                                            // T5's learned bias, its bucket table built per decoding step
                                            CacheCase{PositionEncoding::t5, 4, 2},
-                                           CacheCase{PositionEncoding::t5, 2, 0, 3}));
+                                           CacheCase{PositionEncoding::t5, 2, 0, 3},
+                                           // Longformer and BigBird patterns: the cache keeps every row
+                                           CacheCase{PositionEncoding::rope, 4, 2, 2, ops::RopeScalingKind::none, 2, 0},
+                                           CacheCase{PositionEncoding::alibi, 2, 0, 2, ops::RopeScalingKind::none, 1, 2}));
 
 // Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
 // untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm, SwiGLU; token by token after a

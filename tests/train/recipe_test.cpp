@@ -107,6 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"val_path with brown", "data:\n  val_path: v.txt\n", {}, {"bad.yaml:2:3", "data.val_path is set but data.corpus is 'brown'"}},
         BadCase{"odd T5 bucket count", "model:\n  position: t5\n  relative_buckets: 7\n", {}, {"bad.yaml:3:3", "model.relative_buckets must be even and >= 4"}},
         BadCase{"T5 reach below its buckets", "model:\n  position: t5\n  relative_max_distance: 16\n", {}, {"bad.yaml:3:3", "model.relative_max_distance must be >= model.relative_buckets (32)"}},
+        BadCase{"global tokens without a window", "model:\n  attention_global_tokens: 2\n", {}, {"bad.yaml:2:3", "set model.attention_window too"}},
         BadCase{"rope scaling without rope", "model:\n  rope_scaling: yarn\n", {}, {"bad.yaml:2:3", "it needs model.position: rope, got learned"}},
         BadCase{"rope scaling factor below 1", "model:\n  position: rope\n  rope_scaling: ntk\n  rope_scaling_factor: 0.5\n", {}, {"bad.yaml:4:3", "model.rope_scaling_factor", "[1.0, inf)"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) {

@@ -61,6 +61,7 @@ float mask_and_scale_row(const AttentionDims& d, const AttentionMask& mask, cons
   for (int64_t j = 0; j < begin; ++j) s[j] = kNegInf;
   for (int64_t j = begin; j < end; ++j) s[j] = scale * s[j];
   if (end > begin) mask.add_score_bias(d, row.h, row.i, begin, end - begin, s + begin);
+  if (end > begin) mask.mask_sparse(d, row.i, begin, end - begin, s + begin);
   for (int64_t j = end > begin ? end : begin; j < d.kv_len; ++j) s[j] = kNegInf;
   if (mask.key_keep) {
     const uint8_t* keep = mask.key_keep + b * d.kv_len;

@@ -149,6 +149,7 @@ void mask_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, i
 #pragma omp simd
     for (int64_t jj = begin; jj < end; ++jj) row[jj] *= scale;
     mask.add_score_bias(d, h, i0 + ii, j0 + begin, end - begin, row + begin);
+    mask.mask_sparse(d, i0 + ii, j0 + begin, end - begin, row + begin);
     for (int64_t jj = end; jj < kBlockK; ++jj) row[jj] = kNegInf;
     if (keep)
       for (int64_t jj = begin; jj < end; ++jj) row[jj] = keep[jj] ? row[jj] : kNegInf;
@@ -228,7 +229,7 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
   const Run run = visible_run(d, mask, i0, i0 + nr);
   for (int64_t j0 = run.lo / kBlockK * kBlockK; j0 < run.hi; j0 += kBlockK) {
     const int64_t nc = std::min(kBlockK, d.kv_len - j0);
-    if (!any_key_kept(d, mask, b, j0, j0 + nc)) continue;
+    if (!any_key_kept(d, mask, b, j0, j0 + nc) || !mask.block_allowed(d, i0, i0 + nr, j0, j0 + nc)) continue;
     score_block(d, mask, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
     // Online softmax (Algorithm 1's running m and l): m_new = max(m, rowmax S), P = exp(S - m_new),
     // l = exp(m - m_new) l + rowsum P, and the accumulator is rescaled by the same exp(m - m_new).
@@ -271,7 +272,7 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
   std::fill(probs + row0 * d.kv_len, probs + (row0 + nr) * d.kv_len, 0.0f);
   for (int64_t j0 = run.lo / kBlockK * kBlockK; j0 < run.hi; j0 += kBlockK) {
     const int64_t nc = std::min(kBlockK, d.kv_len - j0);
-    if (!any_key_kept(d, mask, b, j0, j0 + nc)) continue;
+    if (!any_key_kept(d, mask, b, j0, j0 + nc) || !mask.block_allowed(d, i0, i0 + nr, j0, j0 + nc)) continue;
     score_block(d, mask, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
     for (int64_t ii = 0; ii < nr; ++ii)
       if (lse[row0 + ii] != kNegInf) exp_shifted(w.s + ii * kBlockK, lse[row0 + ii], nc, probs + (row0 + ii) * d.kv_len + j0);
@@ -365,8 +366,8 @@ void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const
     const float scale = static_cast<float>(d.scale);
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
       for (int64_t i0 = 0, qb = 0; i0 < d.q_len; i0 += kBlockQ, ++qb) {
-        if (!a.query_runs[qb].meets(j0, j0 + nc)) continue;
         const int64_t nr = std::min(kBlockQ, d.q_len - i0), row0 = (b * d.heads + h) * d.q_len + i0;
+        if (!a.query_runs[qb].meets(j0, j0 + nc) || !mask.block_allowed(d, i0, i0 + nr, j0, j0 + nc)) continue;
         const float* q_rows = a.q + row0 * d.head_dim;      // (nr, D)
         const float* dout_rows = a.dout + row0 * d.value_dim;  // (nr, D_v)
         // P = exp(S - lse), recomputed from the saved lse; rows with lse = -inf see nothing.

@@ -49,6 +49,46 @@ std::vector<int32_t> relative_bucket_table(const AttentionVariant& variant, bool
 
 namespace {
 
+// BigBird: whether key block kb is one of query block qb's random blocks. The r draws depend on
+// (seed, qb, draw) only, so a decoding step sees the blocks the full forward saw; causal draws pick
+// among blocks 0 .. qb, bidirectional ones among all `blocks`.
+bool random_block(const AttentionVariant& v, bool causal, int64_t qb, int64_t kb, int64_t blocks) {
+  const int64_t choices = causal ? qb + 1 : blocks;
+  for (int64_t r = 0; r < v.random_blocks; ++r) {
+    const auto e = static_cast<uint64_t>(qb * v.random_blocks + r);
+    if (static_cast<int64_t>(uniform_at(v.random_seed, e) * static_cast<double>(choices)) == kb) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool AttentionMask::sparse_allowed(const AttentionDims& d, int64_t i, int64_t j) const {
+  if (j >= window_begin(d, i) && j < window_end(d, i)) return true;
+  const int64_t p = query_position(d, i), g = variant.global_tokens;
+  if (causal && j > p) return false;
+  if (j < g || p < g) return true;  // Longformer's global tokens
+  if (variant.random_blocks <= 0) return false;
+  const int64_t bs = variant.sparse_block, blocks = (d.kv_len + bs - 1) / bs;
+  return random_block(variant, causal, p / bs, j / bs, blocks);
+}
+
+bool AttentionMask::block_allowed(const AttentionDims& d, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+  if (!sparse() || i0 >= i1 || j0 >= j1) return i0 < i1 && j0 < j1;
+  const int64_t p0 = query_position(d, i0), p1 = query_position(d, i1 - 1), g = variant.global_tokens;
+  if (causal && j0 > p1) return false;
+  if (j0 < g || p0 < g) return true;
+  if (window_begin(d, i0) < j1 && window_end(d, i1 - 1) > j0) return true;  // the runs move right with i
+  if (variant.random_blocks <= 0) return false;
+  const int64_t bs = variant.sparse_block, blocks = (d.kv_len + bs - 1) / bs;
+  for (int64_t qb = p0 / bs; qb <= p1 / bs; ++qb)
+    for (int64_t kb = j0 / bs; kb <= (j1 - 1) / bs; ++kb)
+      if (random_block(variant, causal, qb, kb, blocks)) return true;
+  return false;
+}
+
+namespace {
+
 // The pointers to one (b, h) head of every tensor.
 template <class T>
 struct HeadView {
@@ -73,7 +113,7 @@ T masked_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, in
   const int64_t begin = mask.key_begin(d, i), end = mask.key_end(d, i);
   for (int64_t j = 0; j < d.kv_len; ++j) {
     s[j] = neg_inf;
-    if (j < begin || j >= end || !mask.key_visible(b, d, j)) continue;
+    if (j < begin || j >= end || !mask.key_visible(b, d, j) || !mask.key_allowed(d, i, j)) continue;
     T dot = 0;
     for (int64_t c = 0; c < d.head_dim; ++c) dot += qi[c] * k[j * d.head_dim + c];
     s[j] = static_cast<T>(d.scale) * dot;

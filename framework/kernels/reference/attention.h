@@ -24,6 +24,7 @@
 // is a pure function of (seed, e), so backward recomputes it instead of storing it.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace tf::kernels {
@@ -67,11 +68,24 @@ struct AttentionDims {
 //    model buckets only p - j >= 0, a bidirectional one gives keys after the query their own half.
 //    The table is a parameter: AttentionMask carries it, and backward sums dS into it by bucket
 //    (add_score_bias_grad).
+//  - global_tokens g > 0 (Longformer, Beltagy et al. 2020, section 3.1): with a window, positions
+//    0 .. g - 1 are global: they see every key, and every query sees them (causality still holds).
+//  - random_blocks r > 0 (BigBird, Zaheer et al. 2020, section 2): with a window, positions are cut
+//    into blocks of sparse_block, and each query block also sees r key blocks drawn at random
+//    (seeded by random_seed and the query block; causal: among the blocks up to its own), the third
+//    part of BigBird's window + global + random pattern.
+//    Both make the visible keys of a row non-contiguous: key_begin / key_end then give the hull of
+//    the row's keys, key_allowed the exact set inside it, and block_allowed lets a tiled kernel skip
+//    key blocks the pattern leaves empty.
 struct AttentionVariant {
   int64_t window = 0;  // 0 = every position (subject to causality); else the sliding window's width
   bool alibi = false;  // add ALiBi's linear distance bias to the scores
   int64_t relative_buckets = 0;          // T5 bias: buckets (both directions together); 0 = off
   int64_t relative_max_distance = 128;   // T5 bias: distances beyond share the last bucket
+  int64_t global_tokens = 0;             // Longformer: the first g positions are global (with a window)
+  int64_t random_blocks = 0;             // BigBird: random key blocks per query block (with a window)
+  int64_t sparse_block = 16;             // BigBird: the block size of the random pattern
+  uint64_t random_seed = 0;              // BigBird: the random blocks' seed
 
   bool operator==(const AttentionVariant&) const = default;
 };
@@ -118,16 +132,38 @@ struct AttentionMask {
 
   // The absolute position of query i: the queries are the last T_q of the T_k positions.
   static int64_t query_position(const AttentionDims& d, int64_t i) { return i + d.kv_len - d.q_len; }
-  int64_t key_begin(const AttentionDims& d, int64_t i) const {
+  // The run [key_begin, key_end) a row's visible keys lie in: exactly those keys for the causal
+  // mask and the window, their hull when the pattern is sparse (key_allowed then decides).
+  int64_t key_begin(const AttentionDims& d, int64_t i) const { return sparse() ? 0 : window_begin(d, i); }
+  int64_t key_end(const AttentionDims& d, int64_t i) const {
+    if (!sparse()) return window_end(d, i);
+    const int64_t end = causal ? query_position(d, i) + 1 : d.kv_len;
+    return end < 0 ? 0 : (end > d.kv_len ? d.kv_len : end);
+  }
+  int64_t window_begin(const AttentionDims& d, int64_t i) const {
     if (variant.window <= 0) return 0;
     const int64_t begin = query_position(d, i) - variant.window + 1;
     return begin < 0 ? 0 : (begin > d.kv_len ? d.kv_len : begin);
   }
-  int64_t key_end(const AttentionDims& d, int64_t i) const {
+  int64_t window_end(const AttentionDims& d, int64_t i) const {
     int64_t end = d.kv_len;
     if (causal) end = query_position(d, i) + 1;
     else if (variant.window > 0) end = query_position(d, i) + variant.window;
     return end < 0 ? 0 : (end > d.kv_len ? d.kv_len : end);
+  }
+  // Longformer's global tokens and BigBird's random blocks (Note [attention variants]).
+  bool sparse() const { return variant.global_tokens > 0 || variant.random_blocks > 0; }
+  // Whether query i sees key j, for j inside [key_begin(i), key_end(i)).
+  bool key_allowed(const AttentionDims& d, int64_t i, int64_t j) const { return !sparse() || sparse_allowed(d, i, j); }
+  bool sparse_allowed(const AttentionDims& d, int64_t i, int64_t j) const;
+  // Whether any query of [i0, i1) may see any key of [j0, j1) (true may be a superset; false is exact).
+  bool block_allowed(const AttentionDims& d, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const;
+  // Sets s[jj] = -inf for the keys j0 + jj of [j0, j0 + n) that query i does not see.
+  template <class T>
+  void mask_sparse(const AttentionDims& d, int64_t i, int64_t j0, int64_t n, T* s) const {
+    if (!sparse()) return;
+    for (int64_t jj = 0; jj < n; ++jj)
+      if (!sparse_allowed(d, i, j0 + jj)) s[jj] = -std::numeric_limits<T>::infinity();
   }
   bool key_visible(int64_t b, const AttentionDims& d, int64_t j) const {
     return key_keep == nullptr || key_keep[b * d.kv_len + j] != 0;
