@@ -12,7 +12,10 @@ tapeformer model loaded with the same float32 weights must agree to rounding (~1
 File layout (one HDF5 file per model, read by tapeformer's H5Reader):
     attributes on /     the ModelConfig: arch, vocab_size, max_seq_len, d_model, n_layers,
                         n_heads, n_kv_heads, d_ff, position, pre_norm, causal, gelu,
-                        tie_embeddings, ln_eps, rope_theta (ints, floats, strings)
+                        tie_embeddings, ln_eps, rope_theta, norm, feed_forward, bias,
+                        attention_window, attention_global_tokens, relative_buckets,
+                        relative_max_distance, rope_scaling, rope_scaling_factor,
+                        rope_original_context, yarn_alpha, yarn_beta (ints, floats, strings)
     /params/<name>      float32, PyTorch-style names and (out, in) shapes from docs/models.md
     /inputs/ids         int32 (B, T)
     /inputs/targets     int32 (B, T), -100 = no loss
@@ -34,6 +37,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # ---- the math of docs/models.md -----------------------------------------------------------------
 
 def layer_norm(x, p, name, cfg):
+    if cfg["norm"] == "rms":  # RMSNorm: no centring, no bias
+        return x / torch.sqrt((x * x).mean(-1, keepdim=True) + cfg["ln_eps"]) * p[name + ".weight"]
     return F.layer_norm(x, (x.shape[-1],), p[name + ".weight"], p[name + ".bias"], cfg["ln_eps"])
 
 
@@ -45,15 +50,58 @@ def linear(x, p, name):
     return F.linear(x, p[name + ".weight"], p.get(name + ".bias"))
 
 
-def rope(x, theta):
-    """x (B, heads, T, D): pair (2i, 2i+1) at position pos turns by pos * theta^(-2i/D)."""
-    T, D = x.shape[-2], x.shape[-1]
+def rope_frequencies(D, cfg):
+    """Pair i's frequency theta^(-2i/D), stretched by the scaling rule (docs/models.md, "RoPE
+    scaling"), and the factor on the rotated rows (YaRN's 0.1 ln s + 1)."""
+    theta, s, kind = cfg["rope_theta"], cfg["rope_scaling_factor"], cfg["rope_scaling"]
+    if kind == "ntk":
+        theta = theta * s ** (D / (D - 2))
     i = torch.arange(D // 2, dtype=torch.float64)
-    angle = torch.arange(T, dtype=torch.float64)[:, None] * theta ** (-2.0 * i / D)  # (T, D/2)
+    f = theta ** (-2.0 * i / D)
+    if kind == "linear":
+        return f / s, 1.0
+    if kind == "yarn":
+        turns = cfg["rope_original_context"] * f / (2 * math.pi)
+        ramp = ((turns - cfg["yarn_alpha"]) / (cfg["yarn_beta"] - cfg["yarn_alpha"])).clamp(0, 1)
+        return (1 - ramp) * f / s + ramp * f, 0.1 * math.log(s) + 1
+    return f, 1.0
+
+
+def rope(x, cfg):
+    """x (B, heads, T, D): pair (2i, 2i+1) at position pos turns by pos * f_i."""
+    T, D = x.shape[-2], x.shape[-1]
+    f, magnitude = rope_frequencies(D, cfg)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * f  # (T, D/2)
     even, odd = x[..., 0::2], x[..., 1::2]
     rotated_even = even * torch.cos(angle) - odd * torch.sin(angle)
     rotated_odd = even * torch.sin(angle) + odd * torch.cos(angle)
-    return torch.stack([rotated_even, rotated_odd], dim=-1).reshape(x.shape)
+    return magnitude * torch.stack([rotated_even, rotated_odd], dim=-1).reshape(x.shape)
+
+
+def alibi_slopes(H):
+    """Press et al. 2022: 2^(-8 (h+1) / H) for H a power of two; otherwise the n = 2^floor(log2 H)
+    slopes of n heads, then every other slope of 2n heads."""
+    n = 2 ** int(math.floor(math.log2(H)))
+    slopes = [2 ** (-8 * (h + 1) / n) for h in range(n)]
+    slopes += [2 ** (-8 * (h + 1) / (2 * n)) for h in range(0, 2 * n, 2)][: H - n]
+    return torch.tensor(slopes, dtype=torch.float64)
+
+
+def t5_bucket(n, bidirectional, buckets, max_distance):
+    """Raffel et al. 2020: n = query position - key position."""
+    bucket = 0
+    if bidirectional:
+        buckets //= 2
+        if n < 0:
+            bucket = buckets
+        n = abs(n)
+    else:
+        n = max(n, 0)
+    exact = buckets // 2
+    if n < exact:
+        return bucket + n
+    large = exact + int(math.log(n / exact) / math.log(max_distance / exact) * (buckets - exact))
+    return bucket + min(large, buckets - 1)
 
 
 def attention(x, p, name, cfg, key_padding):
@@ -66,14 +114,26 @@ def attention(x, p, name, cfg, key_padding):
     k = qkv[..., H * D : H * D + G * D].reshape(B, T, G, D).transpose(1, 2)
     v = qkv[..., H * D + G * D :].reshape(B, T, G, D).transpose(1, 2)
     if cfg["position"] == "rope":
-        q, k = rope(q, cfg["rope_theta"]), rope(k, cfg["rope_theta"])
+        q, k = rope(q, cfg), rope(k, cfg)
     # query head h uses kv head h // (H / G)
     k = k.repeat_interleave(H // G, dim=1)
     v = v.repeat_interleave(H // G, dim=1)
     scores = q @ k.transpose(-1, -2) / math.sqrt(D)  # (B, H, T, T)
+    distance = torch.arange(T)[:, None] - torch.arange(T)[None, :]  # query position - key position
+    if cfg["position"] == "alibi":
+        scores = scores - alibi_slopes(H)[:, None, None] * distance.abs().double()
+    if cfg["position"] == "t5":
+        bucket = torch.tensor([[t5_bucket(int(n), not cfg["causal"], cfg["relative_buckets"],
+                                          cfg["relative_max_distance"]) for n in row] for row in distance])
+        scores = scores + p[name + ".relative_bias"][:, bucket]  # (H, T, T)
     masked = torch.zeros(B, 1, T, T, dtype=torch.bool)
     if cfg["causal"]:
         masked |= torch.ones(T, T, dtype=torch.bool).triu(1)
+    w, g = cfg["attention_window"], cfg["attention_global_tokens"]
+    if w > 0:  # a key outside the window is hidden unless it or the query is global
+        outside = distance.abs() >= w
+        is_global = (torch.arange(T)[:, None] < g) | (torch.arange(T)[None, :] < g)
+        masked |= outside & ~is_global
     if key_padding is not None:
         masked |= (key_padding == 0)[:, None, None, :]
     probs = torch.softmax(scores.masked_fill(masked, float("-inf")), dim=-1)
@@ -82,7 +142,11 @@ def attention(x, p, name, cfg, key_padding):
 
 
 def mlp(x, p, name, cfg):
-    return linear(gelu(linear(x, p, name + ".fc"), cfg), p, name + ".proj")
+    h = linear(x, p, name + ".fc")
+    if cfg["feed_forward"] == "swiglu":  # rows [gate | value]
+        a, b = h.chunk(2, dim=-1)
+        return linear(F.silu(a) * b, p, name + ".proj")
+    return linear(gelu(h, cfg), p, name + ".proj")
 
 
 def block(x, p, name, cfg, key_padding):
@@ -123,7 +187,7 @@ def bert_logits(p, cfg, ids, key_padding):
     # The MLM head is row-wise, so running it on every position and ignoring rows without a target
     # in the loss equals running it only where there is a target.
     h = layer_norm(gelu(linear(x, p, "mlm_head.dense"), cfg), p, "mlm_head.norm", cfg)
-    return h @ p["token_embedding.weight"].T + p["mlm_head.bias"]
+    return h @ p["token_embedding.weight"].T + p.get("mlm_head.bias", 0.0)
 
 
 # ---- parameters ---------------------------------------------------------------------------------
@@ -132,26 +196,33 @@ def parameter_shapes(cfg):
     """The table of docs/models.md, in its order."""
     V, C, L, H = cfg["vocab_size"], cfg["d_model"], cfg["n_layers"], cfg["n_heads"]
     G, D, F_ = cfg["n_kv_heads"] or H, C // H, cfg["d_ff"] or 4 * C
+    fc_rows = 2 * F_ if cfg["feed_forward"] == "swiglu" else F_
+
+    def norm(name):  # RMSNorm has no bias
+        return [(name + ".weight", (C,))] + ([] if cfg["norm"] == "rms" else [(name + ".bias", (C,))])
+
+    def lin(name, out, inp):  # model.bias: false drops every linear layer's bias
+        return [(name + ".weight", (out, inp))] + ([(name + ".bias", (out,))] if cfg["bias"] else [])
+
     shapes = [("token_embedding.weight", (V, C))]
     if cfg["position"] == "learned":
         shapes.append(("position_embedding.weight", (cfg["max_seq_len"], C)))
     if cfg["arch"] == "bert":
-        shapes += [("embedding_norm.weight", (C,)), ("embedding_norm.bias", (C,))]
+        shapes += norm("embedding_norm")
     for i in range(L):
         b = f"blocks.{i}."
-        shapes += [(b + "ln_1.weight", (C,)), (b + "ln_1.bias", (C,)),
-                   (b + "attn.qkv.weight", ((H + 2 * G) * D, C)), (b + "attn.qkv.bias", ((H + 2 * G) * D,)),
-                   (b + "attn.proj.weight", (C, H * D)), (b + "attn.proj.bias", (C,)),
-                   (b + "ln_2.weight", (C,)), (b + "ln_2.bias", (C,)),
-                   (b + "mlp.fc.weight", (F_, C)), (b + "mlp.fc.bias", (F_,)),
-                   (b + "mlp.proj.weight", (C, F_)), (b + "mlp.proj.bias", (C,))]
+        shapes += norm(b + "ln_1") + lin(b + "attn.qkv", (H + 2 * G) * D, C) + lin(b + "attn.proj", C, H * D)
+        if cfg["position"] == "t5":
+            shapes.append((b + "attn.relative_bias", (H, cfg["relative_buckets"])))
+        shapes += norm(b + "ln_2") + lin(b + "mlp.fc", fc_rows, C) + lin(b + "mlp.proj", C, F_)
     if cfg["arch"] == "gpt":
-        shapes += [("ln_f.weight", (C,)), ("ln_f.bias", (C,))]
+        shapes += norm("ln_f")
         if not cfg["tie_embeddings"]:
             shapes.append(("lm_head.weight", (V, C)))
     else:
-        shapes += [("mlm_head.dense.weight", (C, C)), ("mlm_head.dense.bias", (C,)),
-                   ("mlm_head.norm.weight", (C,)), ("mlm_head.norm.bias", (C,)), ("mlm_head.bias", (V,))]
+        shapes += lin("mlm_head.dense", C, C) + norm("mlm_head.norm")
+        if cfg["bias"]:
+            shapes.append(("mlm_head.bias", (V,)))
     return shapes
 
 
@@ -216,7 +287,9 @@ def write_golden(file_name, cfg, seed, batch, seq_len, padded_tail=0, ignore_eve
 def config(**overrides):
     cfg = dict(arch="gpt", vocab_size=11, max_seq_len=8, d_model=8, n_layers=2, n_heads=2, n_kv_heads=0, d_ff=0,
                position="learned", pre_norm=True, causal=True, gelu="tanh", tie_embeddings=True, ln_eps=1e-5,
-               rope_theta=10000.0)
+               rope_theta=10000.0, norm="layer", feed_forward="gelu", bias=True, attention_window=0,
+               attention_global_tokens=0, relative_buckets=32, relative_max_distance=128, rope_scaling="none",
+               rope_scaling_factor=1.0, rope_original_context=0, yarn_alpha=1.0, yarn_beta=32.0)
     cfg.update(overrides)
     return cfg
 
@@ -231,3 +304,18 @@ if __name__ == "__main__":
     # A LLaMA-like GPT: RoPE, grouped-query attention (2 query heads share 1 kv head), untied head.
     write_golden("gpt_rope_gqa.h5", config(position="rope", n_heads=2, n_kv_heads=1, tie_embeddings=False,
                                            d_ff=24), seed=3, batch=2, seq_len=6)
+    # The "modern" block: RoPE stretched by YaRN (every pair on the ramp at L = 16), RMSNorm, SwiGLU,
+    # grouped-query attention, no biases, a sliding window of 3.
+    write_golden("gpt_modern.h5", config(position="rope", n_heads=4, n_kv_heads=2, d_model=16, norm="rms",
+                                         feed_forward="swiglu", d_ff=12, bias=False, attention_window=3,
+                                         rope_scaling="yarn", rope_scaling_factor=3.0, rope_original_context=16,
+                                         yarn_beta=8.0), seed=4, batch=2, seq_len=7)
+    # ALiBi with 3 heads (slopes of a count that is not a power of two), NTK-free, window 4 + 1 global.
+    write_golden("gpt_alibi.h5", config(position="alibi", n_heads=3, d_model=12, attention_window=4,
+                                        attention_global_tokens=1), seed=5, batch=2, seq_len=7)
+    # T5's bias in a BERT: bidirectional buckets (4 per direction, max distance 4), padding, window 3,
+    # one global token, RMSNorm.
+    write_golden("bert_t5.h5", config(arch="bert", pre_norm=False, causal=False, gelu="erf", position="t5",
+                                      relative_buckets=8, relative_max_distance=8, attention_window=3,
+                                      attention_global_tokens=1, norm="rms"),
+                 seed=6, batch=2, seq_len=7, padded_tail=2, ignore_every=2)

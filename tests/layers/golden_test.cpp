@@ -34,6 +34,26 @@ ModelConfig config_from(const H5Reader& in) {
   c.tie_embeddings = in.read_attr_int("/", "tie_embeddings") != 0;
   c.ln_eps = in.read_attr_double("/", "ln_eps");
   c.rope_theta = in.read_attr_double("/", "rope_theta");
+  // Keys of the variants, in the files that have them (the first three files predate them).
+  auto text = [&](const char* key, const char* otherwise) {
+    return in.has_attr("/", key) ? in.read_attr_string("/", key) : std::string(otherwise);
+  };
+  auto integer = [&](const char* key, int64_t otherwise) { return in.has_attr("/", key) ? in.read_attr_int("/", key) : otherwise; };
+  auto number = [&](const char* key, double otherwise) { return in.has_attr("/", key) ? in.read_attr_double("/", key) : otherwise; };
+  c.norm = text("norm", "layer") == "rms" ? kernels::NormKind::rms : kernels::NormKind::layer;
+  c.feed_forward = text("feed_forward", "gelu") == "swiglu" ? kernels::FeedForwardKind::swiglu : kernels::FeedForwardKind::gelu;
+  c.bias = integer("bias", 1) != 0;
+  c.attention.window = integer("attention_window", 0);
+  c.attention.global_tokens = integer("attention_global_tokens", 0);
+  c.relative_buckets = integer("relative_buckets", 32);
+  c.relative_max_distance = integer("relative_max_distance", 128);
+  const std::string scaling = text("rope_scaling", "none");
+  for (ops::RopeScalingKind k : ops::kRopeScalingKinds)
+    if (scaling == ops::rope_scaling_name(k)) c.rope_scaling.kind = k;
+  c.rope_scaling.factor = number("rope_scaling_factor", 1.0);
+  c.rope_scaling.original_context = integer("rope_original_context", 0);
+  c.rope_scaling.alpha = number("yarn_alpha", 1.0);
+  c.rope_scaling.beta = number("yarn_beta", 32.0);
   return c;
 }
 
@@ -109,7 +129,9 @@ TEST_P(Golden, Float32MatchesPyTorch) {
   EXPECT_LT(r.loss, 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Golden, ::testing::Values("gpt_learned.h5", "bert_learned.h5", "gpt_rope_gqa.h5"),
+INSTANTIATE_TEST_SUITE_P(Models, Golden,
+                         ::testing::Values("gpt_learned.h5", "bert_learned.h5", "gpt_rope_gqa.h5", "gpt_modern.h5",
+                                           "gpt_alibi.h5", "bert_t5.h5"),
                          [](const auto& info) {
                            std::string n = info.param;
                            return n.substr(0, n.find('.'));
