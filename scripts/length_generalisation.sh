@@ -2,7 +2,7 @@
 # Length generalisation (Press et al. 2022's question, on Brown): a character GPT trained at T = 128
 # with each position encoding, evaluated at T = 128, 256, 512 and 1024; RoPE also with position
 # interpolation, NTK-aware scaling and YaRN applied at evaluation only. Prints a Markdown table of
-# bits/char (docs/attention.md holds one run of it).
+# bits/char (docs/attention.md holds one run of it; scripts/plot_table.py draws it as an SVG).
 #
 #   scripts/length_generalisation.sh [--steps 600] [--batches 8] [--out runs/length]
 #

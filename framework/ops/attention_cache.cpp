@@ -68,10 +68,11 @@ Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor&
                 relative_bias.dtype() == queries.dtype()),
            "attention_append: the T5 bias table must be (", H, ", ", variant.relative_buckets, "), got ",
            relative_bias.describe());
-  const std::vector<int32_t> bucket_of = kernels::relative_bucket_table(variant, true, d.kv_len);
+  storage_pool::Scratch<int32_t> bucket_of(variant.relative_buckets > 0 ? 2 * d.kv_len - 1 : 0);  // pooled
+  kernels::relative_bucket_table(variant, true, d.kv_len, bucket_of.data());
   const kernels::AttentionMask mask{.causal = true, .variant = variant, .model_heads = H,
                                     .relative_bias = relative_bias.defined() ? relative_bias.raw_data() : nullptr,
-                                    .bucket_of = bucket_of.empty() ? nullptr : bucket_of.data()};
+                                    .bucket_of = bucket_of.data()};
   Tensor out = Tensor::empty({B, H, T, D}, queries.dtype());  // (B, H, T, D)
   dispatch(queries.dtype(), [&](auto zero) {
     using Scalar = decltype(zero);

@@ -4,6 +4,7 @@
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/decode_step.h"
 #include "framework/kernels/mode.h"
+#include "framework/storage_pool.h"
 
 namespace tf::ops {
 
@@ -49,7 +50,8 @@ Tensor attention_layer_step(const Tensor& x, const TwoLinears& w, int64_t heads,
                                                relative_bias.shape() == Shape({H, variant.relative_buckets})),
            "attention_layer_step: the T5 bias table must be (", H, ", ", variant.relative_buckets, ") float32, got ",
            relative_bias.describe());
-  const std::vector<int32_t> bucket_of = kernels::relative_bucket_table(variant, true, cache.length + 1);
+  storage_pool::Scratch<int32_t> bucket_of(variant.relative_buckets > 0 ? 2 * cache.length + 1 : 0);  // pooled
+  kernels::relative_bucket_table(variant, true, cache.length + 1, bucket_of.data());
   Tensor out = Tensor::empty(x.shape(), DType::f32);
   kernels::attention_layer_step_fast({.d_model = C, .heads = H, .kv_heads = G, .head_dim = D,
                                       .cached = cache.length, .capacity = L, .x = x.data<float>(),
@@ -58,7 +60,7 @@ Tensor attention_layer_step(const Tensor& x, const TwoLinears& w, int64_t heads,
                                       .keys = keys.data<float>(), .values = cache.values.data<float>(),
                                       .rope_cos = angles.cos, .rope_sin = angles.sin, .variant = variant,
                                       .relative_bias = relative_bias.defined() ? relative_bias.data<float>() : nullptr,
-                                      .bucket_of = bucket_of.empty() ? nullptr : bucket_of.data(),
+                                      .bucket_of = bucket_of.data(),
                                       .out = out.data<float>()});
   return out;
 }

@@ -33,6 +33,14 @@ TEST(AlibiSlopes, ArePressEtAlsGeometricSequences) {
   EXPECT_EQ(kernels::alibi_slope(0, 1), 1.0 / 256);  // one head: 2^-8
   // H = 3: 2 heads' slopes (1/16, 1/256), then the first of 4 heads' (1/4).
   EXPECT_EQ(kernels::alibi_slope(2, 3), 1.0 / 4);
+  // H = 16: 2^(-1/2), 2^(-1), ..., 2^(-8), ratio 2^(-1/2).
+  for (int64_t h = 0; h < 16; ++h)
+    EXPECT_DOUBLE_EQ(kernels::alibi_slope(h, 16), std::pow(2.0, -0.5 * static_cast<double>(h + 1))) << "head " << h;
+  // H = 12: the 8 slopes of 8 heads (1/2 .. 1/256), then every other slope of 16 heads:
+  // 2^(-1/2), 2^(-3/2), 2^(-5/2), 2^(-7/2).
+  const double twelve[] = {1.0 / 2, 1.0 / 4, 1.0 / 8, 1.0 / 16, 1.0 / 32, 1.0 / 64, 1.0 / 128, 1.0 / 256,
+                           std::sqrt(0.5), std::sqrt(0.5) / 2, std::sqrt(0.5) / 4, std::sqrt(0.5) / 8};
+  for (int64_t h = 0; h < 12; ++h) EXPECT_DOUBLE_EQ(kernels::alibi_slope(h, 12), twelve[h]) << "head " << h;
 }
 
 // softmax(scale q.k - m_h |p - j|) V over keys p - w < j (< p + w unless causal), written from the

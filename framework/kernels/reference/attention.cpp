@@ -38,12 +38,16 @@ int64_t t5_bucket(int64_t n, bool bidirectional, int64_t buckets, int64_t max_di
   return bucket + (large < nb - 1 ? large : nb - 1);
 }
 
+void relative_bucket_table(const AttentionVariant& variant, bool causal, int64_t kv_len, int32_t* out) {
+  if (variant.relative_buckets <= 0) return;
+  for (int64_t n = -(kv_len - 1); n < kv_len; ++n)
+    out[n + kv_len - 1] = static_cast<int32_t>(t5_bucket(n, !causal, variant.relative_buckets, variant.relative_max_distance));
+}
+
 std::vector<int32_t> relative_bucket_table(const AttentionVariant& variant, bool causal, int64_t kv_len) {
   if (variant.relative_buckets <= 0 || kv_len <= 0) return {};
   std::vector<int32_t> table(2 * kv_len - 1);
-  for (int64_t n = -(kv_len - 1); n < kv_len; ++n)
-    table[n + kv_len - 1] = static_cast<int32_t>(
-        t5_bucket(n, !causal, variant.relative_buckets, variant.relative_max_distance));
+  relative_bucket_table(variant, causal, kv_len, table.data());
   return table;
 }
 

@@ -206,8 +206,11 @@ struct AttentionMask {
   }
 };
 
-// bucket_of for AttentionMask: t5_bucket of every distance a call with T_k keys can meet.
+// bucket_of for AttentionMask: t5_bucket of every distance a call with T_k keys can meet, 2 T_k - 1
+// entries (none when the variant has no buckets); the second form writes them to `out` (a decoding
+// step's pooled scratch: no allocation).
 std::vector<int32_t> relative_bucket_table(const AttentionVariant& variant, bool causal, int64_t kv_len);
+void relative_bucket_table(const AttentionVariant& variant, bool causal, int64_t kv_len, int32_t* out);
 
 // The dropout keep factor of P's element e: 0 when dropped, 1 / (1 - dropout) when kept.
 double attention_dropout_factor(const AttentionDims& d, uint64_t e);
