@@ -16,14 +16,8 @@
 //   B  GPT  C 384, L 6, H 6, T 256,  B 8        E  D with T 8192
 //   C  A as a BERT masked LM (15% of positions are targets)
 //
-// FLOPs per token (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1;
-// the convention of PaLM's MFU, Chowdhery et al. 2022, appendix B):
-//   6 N + 12 L C T,  N = non-embedding parameters (token and position tables excluded)
-// 6 N: forward 2 N (one multiply-add per weight) and backward 4 N (input and weight gradients);
-// 12 L C T: attention scores and the weighted sum of values, 2 matmuls of 2 T C each per layer
-// forward, times 3 with backward. Not counted: the tied LM head (2 V C forward; it is an embedding
-// table), layer norms, GELU, softmax, the optimizer. The formula counts every key for every query,
-// as PaLM's does, though a causal kernel needs only half.
+// FLOPs per token: train::training_flops_per_token (train/plan.h), the one definition the dry run
+// and docs/performance.md use too: 6 N + 12 L C T, N = parameters that are not embedding tables.
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -44,6 +38,7 @@
 #include "layers/models/model.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
+#include "train/plan.h"
 #include "train/sample.h"
 #include "train/threads.h"
 #include "train/trainer.h"
@@ -87,11 +82,6 @@ layers::ModelConfig model_config(const BenchConfig& b, int64_t max_seq_len) {
   m.tie_embeddings = true;
   m.dropout = m.attn_dropout = 0.0;
   return m;
-}
-
-bool is_embedding_table(const std::string& name) {
-  return name == "token_embedding.weight" || name == "position_embedding.weight" ||
-         name == "segment_embedding.weight";
 }
 
 double peak_rss_mb() {
@@ -164,15 +154,16 @@ void run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
   layers::Init init{Rng(o.seed), DType::f32};
   const layers::ModelConfig mc = model_config(b, b.seq);
   std::unique_ptr<layers::LanguageModel> model = layers::build_model(mc, init);
-  int64_t params = 0, non_embedding = 0;
+  int64_t params = 0;
   std::vector<optim::ParamRef> refs;
-  for (const layers::NamedParam& p : model->parameters()) {
+  const layers::ParamList named = model->parameters();
+  for (const layers::NamedParam& p : named) {
     params += p.tensor.numel();
-    if (!is_embedding_table(p.name)) non_embedding += p.tensor.numel();
     refs.push_back({p.name, p.tensor, p.kind == layers::ParamKind::weight});
   }
   optim::AdamW optimizer(refs, {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1});
-  const double flops_per_token = 6.0 * non_embedding + 12.0 * b.layers * b.d_model * b.seq;
+  const int64_t non_embedding = train::non_embedding_parameters(named);
+  const double flops_per_token = train::training_flops_per_token(named, mc, b.seq);  // the one definition
 
   RandomBatches batches(b, o.seed + 100);
   const RandomBatches::Batch first = batches.next();

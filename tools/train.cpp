@@ -50,6 +50,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
                 "Start afresh in a run folder that holds an earlier run: its files move into "
                 "previous-<time>/ inside the folder (nothing is deleted)")
       ->excludes(resume_opt);
+  static std::string init_from;
+  cmd->add_option("--init-from", init_from,
+                  "Fine-tune: start a new run (step 0, fresh optimizer) from the weights and tokenizer of CKPT "
+                  "(a checkpoint or a run folder); the recipe's model must be the checkpoint's")
+      ->excludes(resume_opt);
   cmd->add_flag("--accept-changes", accept_changes,
                 "With --resume: continue with a recipe that changes the step count, schedule, learning rate, "
                 "evaluation, checkpoints, logging or sampling")
@@ -64,6 +69,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     options.profile = profile;
     options.program = program_as_typed(cmd->get_parent()->get_name());
     if (resume_opt->count() > 0) options.resume = resume;
+    if (!init_from.empty()) options.init_from = init_from;
     train::train(recipe, options);
     exit_code = 0;
   });

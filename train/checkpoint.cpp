@@ -175,6 +175,12 @@ data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
   return {b[0], b[1], static_cast<int64_t>(b[2])};
 }
 
+void load_weights(Run& run, const fs::path& file) {
+  const H5Reader in(file.string());
+  check_format(in, file);
+  load_parameters(in, file, run.params);
+}
+
 std::string checkpoint_recipe(const fs::path& file) {
   const H5Reader in(file.string());
   check_format(in, file);

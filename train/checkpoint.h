@@ -32,6 +32,10 @@ LoadedRun load_checkpoint(const std::filesystem::path& file, const std::vector<s
 // match the checkpoint's parameter names, shapes and dtypes; every difference is listed.
 data::BatcherState load_checkpoint_into(Run& run, const std::filesystem::path& file);
 
+// Copies only the checkpoint's parameters into run.params (fine-tuning): names, shapes and dtypes
+// must match, every difference listed (InputError); the optimizer, step and run id are untouched.
+void load_weights(Run& run, const std::filesystem::path& file);
+
 // The recipe text and tokenizer stored in a checkpoint, without building anything.
 std::string checkpoint_recipe(const std::filesystem::path& file);
 std::string checkpoint_tokenizer(const std::filesystem::path& file);

@@ -20,9 +20,7 @@ RunPlan plan_run(const Recipe& r) {
   const auto& m = r.model;
   const double L = m.n_layers, d = m.d_model, T = r.data.seq_len, B = r.train.batch_size, V = m.vocab_size;
   const double F = m.ff_width();
-  // Forward + backward: 2 FLOPs per multiply-add, backward twice the forward; attention's two
-  // T x T products add 12 L d T per token. The LM head is counted: it is a real matmul even when tied.
-  p.flops_per_token = 6.0 * (p.non_embedding_parameters + V * d) + 12.0 * L * d * T;
+  p.flops_per_token = training_flops_per_token(params, m, r.data.seq_len);
   const double optimizer_slots = optim::state_slots(r.optim);
   const double state_bytes = 4.0 * p.parameters * (2 + optimizer_slots);  // weights, grads, slots
   // Saved activations per token per layer, in floats: block input, two layer-norm outputs, qkv
@@ -32,6 +30,20 @@ RunPlan plan_run(const Recipe& r) {
   const double activations = 4.0 * B * T * (L * per_token_layer + 3 * V);  // + logits, their grad
   p.peak_bytes = state_bytes + activations;
   return p;
+}
+
+int64_t non_embedding_parameters(const layers::ParamList& params) {
+  int64_t n = 0;
+  for (const auto& p : params)
+    if (p.kind != layers::ParamKind::embedding) n += p.tensor.numel();
+  return n;
+}
+
+// 6 N: one multiply-add (2 FLOPs) per weight forward, twice that backward; 12 L d T: attention's
+// Q K^T and P V, 2 T d each per layer forward, times 3 with backward, every key for every query.
+double training_flops_per_token(const layers::ParamList& params, const layers::ModelConfig& m, int64_t seq_len) {
+  return 6.0 * static_cast<double>(non_embedding_parameters(params)) +
+         12.0 * static_cast<double>(m.n_layers) * static_cast<double>(m.d_model) * static_cast<double>(seq_len);
 }
 
 double machine_memory_bytes() {

@@ -12,13 +12,21 @@ namespace tf::train {
 struct RunPlan {
   int64_t parameters = 0;
   int64_t non_embedding_parameters = 0;
-  double flops_per_token = 0;   // training: 6 N + 12 L d T (Kaplan et al. 2020; PaLM appendix B)
+  double flops_per_token = 0;   // training_flops_per_token: 6 N + 12 L d T
   double peak_bytes = 0;        // weights + gradients + optimizer state + saved activations
   std::string to_string() const;
 };
 
 // From the recipe alone (layers::parameter_shapes): nothing of the model is allocated.
 RunPlan plan_run(const Recipe& recipe);
+
+// Training FLOPs per token, the one definition used by --dry-run, bench_train_step and
+// docs/performance.md ("FLOPs per token and MFU"; Kaplan et al. 2020, section 2.1; PaLM's MFU,
+// Chowdhery et al. 2022, appendix B): 6 N + 12 L d T, N = the parameters that are not embedding
+// tables (ParamKind::embedding: token, position, segment and T5 tables; a tied LM head is not
+// counted, an untied one is).
+int64_t non_embedding_parameters(const layers::ParamList& params);
+double training_flops_per_token(const layers::ParamList& params, const layers::ModelConfig& model, int64_t seq_len);
 
 // The machine's physical memory in bytes (0 when unknown), and bytes as GiB with one decimal ("23.4").
 double machine_memory_bytes();

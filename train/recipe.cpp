@@ -1,6 +1,7 @@
 // Recipe parsing and validation against the schema in recipe_schema.cpp.
 #include "train/recipe.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -155,6 +156,9 @@ class Binder {
     check(m.arch != layers::Architecture::gpt || r.sample.tokens == 0 || !r.sample.prompt.empty(), "sample.prompt",
           "sample.prompt is empty: the sample printed after training continues it; give it some text, or set "
           "sample.tokens: 0");
+    check(m.n_segments == 0, "model.n_segments",
+          "model.n_segments must be 0: segment (token type) embeddings need sentence-pair batches with segment ids, "
+          "which no batcher makes, so the table would never be used or trained");
     check(r.schedule.min_lr <= r.optim.lr, "schedule.min_lr", "schedule.min_lr must not exceed optim.lr");
     check(r.schedule.warmup_steps <= r.train.steps, "schedule.warmup_steps",
           "schedule.warmup_steps (" + std::to_string(r.schedule.warmup_steps) + ") exceeds train.steps (" +
@@ -231,6 +235,10 @@ Recipe parse_with_default_dir(const std::string& text, const std::string& source
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own message is a bare "bad file"
+    throw InputError(mark(source, e.mark) + ": the YAML nests " + std::to_string(e.depth()) +
+                     " levels deep here, more than the parser takes; a recipe has two levels, 'section:' and "
+                     "'  key: value' under it (docs/recipes.md)");
   } catch (const YAML::Exception& e) {
     throw InputError(mark(source, e.mark) + ": YAML syntax error: " + e.msg);
   }

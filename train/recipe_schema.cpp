@@ -142,7 +142,7 @@ std::vector<Field> make_fields() {
              REF(model.feed_forward), named(kernels::kFeedForwardKinds, kernels::feed_forward_kind_name)),
       boolean("model.tie_embeddings", "GPT: the LM head reuses the token embedding (BERT: always)", REF(model.tie_embeddings)),
       boolean("model.bias", "biases in linear layers", REF(model.bias)),
-      integer("model.n_segments", "BERT segment (token type) embeddings; 0 = none", REF(model.n_segments), 0, 16),
+      integer("model.n_segments", "must be 0: BERT segment embeddings need sentence-pair batches, which no batcher makes (kept so older recipes and checkpoints read)", REF(model.n_segments), 0, 16),
       number("model.init_std", "standard deviation of the normal initialisation of weights", REF(model.init_std), 0.0, 1.0, true),
 
       choice("data.corpus", "brown (the Brown corpus, prepared by setup) or files (train_path / val_path)", REF(data.corpus),

@@ -29,6 +29,10 @@ std::vector<RecipeChange> recipe_changes(const Recipe& stored, const Recipe& giv
 void check_resume_changes(const std::filesystem::path& checkpoint, const Recipe& given, bool accept,
                           std::ostream& out);
 
+// train --init-from (fine-tuning): refuses a recipe whose model differs from the checkpoint's, key by
+// key, but for its dropout rates and the keys eval may set (context length, RoPE scaling, window).
+void check_fine_tune_changes(const std::filesystem::path& checkpoint, const Recipe& given);
+
 // eval and sample with --set: refuses (InputError, key by key) every change but the few that leave
 // the trained weights meaning what they meant: context length, RoPE scaling, attention window, batch.
 void check_inference_changes(const std::filesystem::path& checkpoint, const Recipe& stored, const Recipe& given);

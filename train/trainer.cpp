@@ -128,15 +128,22 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
 
   // Data and run: fresh from the recipe, or from a checkpoint (its tokenizer, its state).
   const Corpus corpus = load_corpus(recipe.data);
+  TF_CHECK_INPUT(!(options.resume && options.init_from), "--init-from starts a new run from a checkpoint's weights; "
+                 "--resume continues a run: give one of them");
   std::optional<fs::path> resume_from;
   if (options.resume) resume_from = options.resume->empty() ? resume_checkpoint(dir) : fs::path(*options.resume);
   if (resume_from) check_resume_changes(*resume_from, recipe, options.accept_changes, out);
+  std::optional<fs::path> init_from;
+  if (options.init_from) init_from = checkpoint_argument(*options.init_from);
+  if (init_from) check_fine_tune_changes(*init_from, recipe);
   // A fresh run claims its folder before any work: another run's files are refused or moved aside.
   const RunFolderContents earlier = run_folder_contents(dir);
   if (!resume_from && !options.dry_run && !options.overwrite) claim_fresh_run_folder(dir, false, out);  // refuse early
+  // A resumed or fine-tuned model keeps its checkpoint's tokenizer: its embedding rows are those ids.
+  const std::optional<fs::path>& tokenizer_from = resume_from ? resume_from : init_from;
   std::unique_ptr<data::Tokenizer> tokenizer =
-      resume_from ? data::Tokenizer::from_string(checkpoint_tokenizer(*resume_from))
-                  : train_tokenizer(recipe.data, corpus.train, recipe.model.arch);
+      tokenizer_from ? data::Tokenizer::from_string(checkpoint_tokenizer(*tokenizer_from))
+                     : train_tokenizer(recipe.data, corpus.train, recipe.model.arch);
   // The plan comes from the recipe alone (the model's parameter shapes, nothing allocated), so a
   // dry run of a model too large for the machine prints its estimate instead of failing to build it.
   Recipe planned = recipe;
@@ -169,6 +176,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
                    ", and train.steps is ", run.recipe.train.steps, ": nothing is left to train. To train further, raise it: ",
                    "--set train.steps=", run.step + run.recipe.train.steps, " (or any value above ", run.step, ")");
   }
+  if (init_from) load_weights(run, *init_from);  // weights only: the optimizer and step start afresh
   const Validation validation{tokenize(run, corpus.val), count_code_points(corpus.val)};
   // One evaluation window needs data.seq_len + 1 tokens: found now, not at the first evaluation.
   const int64_t window = run.recipe.data.seq_len + 1;
@@ -190,6 +198,8 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
       << plan.parameters << " parameters, vocabulary " << run.recipe.model.vocab_size << ", " << threads
       << " threads" << threads_origin(run.recipe.train.threads) << ", " << corpus.description << "\n";
   if (resume_from) out << "resuming from " << resume_from->string() << " at step " << run.step << "\n";
+  if (init_from)
+    out << "fine-tuning from " << init_from->string() << ": its weights and tokenizer; a fresh optimizer, step 0\n";
 
   // Until the loop ends: Ctrl-C writes a checkpoint; anomaly mode checks every op.
   std::optional<LoopScope> loop_scope(std::in_place, run.recipe.train.anomaly);

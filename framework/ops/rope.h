@@ -62,7 +62,7 @@ struct RopeOptions {
   double theta = 10000.0;        // base of the frequencies (RoFormer; LLaMA 3 uses 500000)
   int64_t position_offset = 0;   // position of row 0, e.g. the length of a cached prefix
   double position_scale = 1.0;   // multiplies positions (linear interpolation by hand), e.g. 0.25
-  RopeScaling scaling;
+  RopeScaling scaling = {};
 };
 
 // The angular frequency of every pair, D / 2 values: theta^(-2i/D) (RoFormer eq. 15) under the

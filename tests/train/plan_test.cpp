@@ -1,0 +1,35 @@
+// The dry run's FLOPs per token, the one definition (train::training_flops_per_token, also what
+// bench_train_step reports): 6 N + 12 L d T with N counted by hand from docs/models.md's
+// parameter table; embedding tables (token, position, T5 buckets) are not in N, an untied LM head is.
+#include <gtest/gtest.h>
+
+#include "train/plan.h"
+#include "train/run_fixture.h"
+
+namespace tf::train {
+namespace {
+
+Recipe tiny(std::vector<std::string> sets) {
+  Recipe r = parse_recipe(tf::testing::read_file(tf::testing::source_path("recipes/tiny_gpt.yaml")), "tiny_gpt.yaml",
+                          sets);
+  r.model.vocab_size = 11;  // the trainer sets it from the tokenizer
+  return r;
+}
+
+TEST(Plan, FlopsPerTokenIsSixNPlusTwelveLdTWithNCountedByHand) {
+  // tiny_gpt: d = 32, L = 2, H = 2, d_ff = 128, T = 32, learned positions, tied head, biases.
+  // A block: ln_1 64, qkv 96 x 32 + 96, proj 32 x 32 + 32, ln_2 64, fc 128 x 32 + 128,
+  // proj 32 x 128 + 32 = 12,704; two blocks and ln_f (64): N = 25,472.
+  const RunPlan plan = plan_run(tiny({}));
+  EXPECT_EQ(plan.non_embedding_parameters, 25472);
+  EXPECT_EQ(plan.parameters, 25472 + 11 * 32 + 32 * 32);  // + token and position tables
+  EXPECT_DOUBLE_EQ(plan.flops_per_token, 6.0 * 25472 + 12.0 * 2 * 32 * 32);
+  // An untied head is a weight like any other (11 x 32 more in N); T5's tables are embeddings.
+  EXPECT_EQ(plan_run(tiny({"model.tie_embeddings=false"})).non_embedding_parameters, 25472 + 11 * 32);
+  const RunPlan t5 = plan_run(tiny({"model.position=t5"}));
+  EXPECT_EQ(t5.non_embedding_parameters, 25472);
+  EXPECT_EQ(t5.parameters, 25472 + 11 * 32 + 2 * 2 * 32);  // no position table; 2 layers x (2 heads, 32 buckets)
+}
+
+}  // namespace
+}  // namespace tf::train
