@@ -148,7 +148,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   // dry run of a model too large for the machine prints its estimate instead of failing to build it.
   Recipe planned = recipe;
   planned.model.vocab_size = tokenizer->vocab_size();
-  const RunPlan plan = plan_run(planned);
+  const RunPlan plan = plan_run(planned, static_cast<int64_t>(corpus.train.size() + corpus.val.size()));
   if (options.dry_run) {
     out << planned.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
         << "openmp waiting        " << describe_wait_policy() << "\n"

@@ -2,6 +2,7 @@
 // it in a temporary folder, metrics.jsonl parsing, and running the `tapeformer` binary.
 #pragma once
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -176,11 +177,15 @@ class Child {
   int wait() {
     if (!status_) {
       int status = 0;
-      ::waitpid(pid_, &status, 0);
+      rusage usage{};
+      ::wait4(pid_, &status, 0, &usage);
       status_ = status;
+      max_rss_kib_ = usage.ru_maxrss;
     }
     return *status_;
   }
+  // The child's peak resident set size in KiB (Linux's ru_maxrss), once it has been waited for.
+  long max_rss_kib() const { return max_rss_kib_; }
   // True (and the status recorded) when the child has already exited.
   bool exited() {
     if (status_) return true;
@@ -193,6 +198,7 @@ class Child {
  private:
   pid_t pid_ = -1;
   std::optional<int> status_;
+  long max_rss_kib_ = 0;
 };
 
 // Runs `tapeformer ARGS` to completion; the exit code (or 128 + signal).
