@@ -72,18 +72,6 @@ std::vector<uint8_t> key_keep_bytes(const Tensor& key_padding, const AttentionDi
   return keep;
 }
 
-// T5 bias: the table must be (H, buckets) of q's dtype exactly when the variant has buckets.
-void check_relative_bias(const Tensor& bias, const AttentionDims& d, const kernels::AttentionVariant& variant,
-                         DType dtype) {
-  if (variant.relative_buckets <= 0) {
-    TF_CHECK(!bias.defined(), "attention: a relative_bias table needs variant.relative_buckets > 0");
-    return;
-  }
-  TF_CHECK(bias.defined() && bias.shape() == Shape({d.heads, variant.relative_buckets}) && bias.dtype() == dtype,
-           "attention: relative_bias must be (H, buckets) = (", d.heads, ", ", variant.relative_buckets, ") ",
-           dtype_name(dtype), ", got ", bias.describe());
-}
-
 AttentionMask make_mask(bool causal, const std::vector<uint8_t>& key_keep, const kernels::AttentionVariant& variant,
                         const Tensor& relative_bias, const std::vector<int32_t>& bucket_of) {
   return {.causal = causal, .key_keep = key_keep.empty() ? nullptr : key_keep.data(), .variant = variant,
@@ -131,11 +119,22 @@ struct AttentionNode : Node {
 
 }  // namespace
 
+void check_relative_bias(const char* op, const Tensor& bias, int64_t heads, const kernels::AttentionVariant& variant,
+                         DType dtype) {
+  if (variant.relative_buckets <= 0) {
+    TF_CHECK(!bias.defined(), op, ": a relative_bias table needs variant.relative_buckets > 0");
+    return;
+  }
+  TF_CHECK(bias.defined() && bias.shape() == Shape({heads, variant.relative_buckets}) && bias.dtype() == dtype, op,
+           ": relative_bias must be (H, buckets) = (", heads, ", ", variant.relative_buckets, ") ", dtype_name(dtype),
+           ", got ", bias.describe());
+}
+
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
                  Tensor* weights_out) {
   const AttentionDims d = attention_dims(q, k, v, options);
   std::vector<uint8_t> key_keep = key_keep_bytes(options.key_padding, d);
-  check_relative_bias(options.relative_bias, d, options.variant, q.dtype());
+  check_relative_bias("attention", options.relative_bias, d.heads, options.variant, q.dtype());
   std::vector<int32_t> bucket_of = kernels::relative_bucket_table(options.variant, options.causal, d.kv_len);
   const AttentionMask mask = make_mask(options.causal, key_keep, options.variant, options.relative_bias, bucket_of);
 

@@ -48,4 +48,9 @@ struct AttentionOptions {
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {},
                  Tensor* weights_out = nullptr);
 
+// Throws tf::Error (naming `op`) unless `bias` is T5's (heads, buckets) table of `dtype` when the
+// variant has buckets, and undefined when it has none; every op that takes the table checks it so.
+void check_relative_bias(const char* op, const Tensor& bias, int64_t heads, const kernels::AttentionVariant& variant,
+                         DType dtype);
+
 }  // namespace tf::ops

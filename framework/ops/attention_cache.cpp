@@ -10,6 +10,7 @@
 #include "framework/kernels/cpu/attention.h"
 #include "framework/kernels/cpu/attention_step.h"
 #include "framework/kernels/mode.h"
+#include "framework/ops/attention.h"
 #include "framework/storage_pool.h"
 
 namespace tf::ops {
@@ -63,11 +64,7 @@ Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor&
   d.head_dim = D;
   d.value_dim = D;
   d.scale = 1.0 / std::sqrt(static_cast<double>(D));
-  TF_CHECK(variant.relative_buckets <= 0 ||
-               (relative_bias.defined() && relative_bias.shape() == Shape({H, variant.relative_buckets}) &&
-                relative_bias.dtype() == queries.dtype()),
-           "attention_append: the T5 bias table must be (", H, ", ", variant.relative_buckets, "), got ",
-           relative_bias.describe());
+  check_relative_bias("attention_append", relative_bias, H, variant, queries.dtype());
   storage_pool::Scratch<int32_t> bucket_of(variant.relative_buckets > 0 ? 2 * d.kv_len - 1 : 0);  // pooled
   kernels::relative_bucket_table(variant, true, d.kv_len, bucket_of.data());
   const kernels::AttentionMask mask{.causal = true, .variant = variant, .model_heads = H,

@@ -4,6 +4,7 @@
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/decode_step.h"
 #include "framework/kernels/mode.h"
+#include "framework/ops/attention.h"
 #include "framework/storage_pool.h"
 
 namespace tf::ops {
@@ -46,10 +47,7 @@ Tensor attention_layer_step(const Tensor& x, const TwoLinears& w, int64_t heads,
     at.position_offset += cache.next_position();
     angles = rope_row(D, at);
   }
-  TF_CHECK(variant.relative_buckets <= 0 || (relative_bias.defined() && relative_bias.dtype() == DType::f32 &&
-                                               relative_bias.shape() == Shape({H, variant.relative_buckets})),
-           "attention_layer_step: the T5 bias table must be (", H, ", ", variant.relative_buckets, ") float32, got ",
-           relative_bias.describe());
+  check_relative_bias("attention_layer_step", relative_bias, H, variant, DType::f32);
   storage_pool::Scratch<int32_t> bucket_of(variant.relative_buckets > 0 ? 2 * cache.length + 1 : 0);  // pooled
   kernels::relative_bucket_table(variant, true, cache.length + 1, bucket_of.data());
   Tensor out = Tensor::empty(x.shape(), DType::f32);

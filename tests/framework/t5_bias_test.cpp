@@ -12,6 +12,7 @@
 #include "framework/random.h"
 #include "naive_attention.h"
 #include "support/compare.h"
+#include "support/errors.h"
 
 namespace tf {
 namespace {
@@ -133,6 +134,21 @@ TEST(T5Bias, AppendMatchesTheFullAttentionRows) {
         EXPECT_NEAR(g[h * D + c], want[(h * T + t) * D + c], 2e-6) << "position " << t << " head " << h;
     ++cache.length;
   }
+}
+
+// Every op that takes the table checks it the same way, naming itself.
+TEST(T5Bias, AWrongTableIsRefusedByEveryOp) {
+  NoGradGuard no_grad;
+  Rng rng(23);
+  const AttentionVariant var{.relative_buckets = 8, .relative_max_distance = 8};
+  const Tensor q = randn({1, 2, 1, 4}, rng), kv = randn({1, 2, 1, 4}, rng), wrong = randn({2, 6}, rng);
+  testing::expect_error([&] { ops::attention(q, kv, kv, {.causal = true, .variant = var, .relative_bias = wrong}); },
+                        "attention: relative_bias must be (H, buckets) = (2, 8)");
+  const ops::KvBuffers cache{Tensor::zeros({1, 2, 3, 4}), Tensor::zeros({1, 2, 3, 4}), 0};
+  testing::expect_error([&] { ops::attention_append(q, kv, kv, cache, var, wrong); },
+                        "attention_append: relative_bias must be (H, buckets) = (2, 8)");
+  testing::expect_error([&] { ops::attention_append(q, kv, kv, cache, {}, randn({2, 8}, rng)); },
+                        "attention_append: a relative_bias table needs variant.relative_buckets > 0");
 }
 
 }  // namespace
