@@ -18,6 +18,7 @@
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
 #include "layers/models/gpt.h"
+#include "data/dataset.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/plan.h"
@@ -68,6 +69,26 @@ std::string validation_source(const DataConfig& d) {
   if (d.corpus == "brown") return (std::filesystem::path(d.brown_dir) / "val.txt").string();
   if (!d.val_path.empty()) return "data.val_path '" + d.val_path + "'";
   return "the last 10% of data.train_path '" + d.train_path + "'";
+}
+
+// Where the training text came from, for messages.
+std::string training_source(const DataConfig& d) {
+  if (d.corpus == "brown") return (std::filesystem::path(d.brown_dir) / "train.txt").string();
+  if (!d.val_path.empty()) return "data.train_path '" + d.train_path + "'";
+  return "the first 90% of data.train_path '" + d.train_path + "'";
+}
+
+// Both texts must hold one window of data.seq_len + 1 tokens (a GPT's input and its shifted target;
+// validation windows likewise): checked on the token counts before any work, dry runs included, so
+// a text that is long in characters but short in BPE tokens is found here too.
+void check_token_counts(const Recipe& r, size_t train_tokens, size_t val_tokens) {
+  const size_t window = static_cast<size_t>(r.data.seq_len) + 1;
+  TF_CHECK_INPUT(r.model.arch != layers::Architecture::gpt || train_tokens >= window, "the training text (",
+                 training_source(r.data), ") has ", train_tokens, " tokens, too few for one training window of ",
+                 "data.seq_len + 1 = ", window, ": give more training text or lower data.seq_len");
+  TF_CHECK_INPUT(r.eval.interval == 0 || val_tokens >= window, "the validation text (", validation_source(r.data),
+                 ") has ", val_tokens, " tokens, fewer than one evaluation window of data.seq_len + 1 = ", window,
+                 ": give more validation text, lower data.seq_len, or set eval.interval: 0");
 }
 
 // Warns once when the training loss climbs to 10 times its best: a diverging run otherwise finishes
@@ -149,11 +170,15 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   Recipe planned = recipe;
   planned.model.vocab_size = tokenizer->vocab_size();
   const RunPlan plan = plan_run(planned, static_cast<int64_t>(corpus.train.size() + corpus.val.size()));
+  std::vector<int32_t> train_ids = data::tokenize_cached(corpus.train, *tokenizer, recipe.data.cache_dir).ids;
+  std::vector<int32_t> val_ids = data::tokenize_cached(corpus.val, *tokenizer, recipe.data.cache_dir).ids;
+  check_token_counts(recipe, train_ids.size(), val_ids.size());
   if (options.dry_run) {
     out << planned.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
         << "openmp waiting        " << describe_wait_policy() << "\n"
         << "vocabulary            " << planned.model.vocab_size << " (" << planned.data.tokenizer << ")\n"
-        << "data                  " << corpus.description << "\n";
+        << "data                  " << corpus.description << "\n"
+        << "tokens                " << train_ids.size() << " training, " << val_ids.size() << " validation\n";
     if (!resume_from && !earlier.empty())
       out << "run folder            " << dir.string() << " holds an earlier run (" << earlier.describe()
           << "): a real run needs --resume or --overwrite\n";
@@ -168,8 +193,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
                  "the batch smaller (train --dry-run prints the plan)");
   if (!resume_from && options.overwrite) claim_fresh_run_folder(dir, true, out);
   Run run = build_run(recipe, std::move(tokenizer));
-  const std::vector<int32_t> train_ids = tokenize(run, corpus.train);
-  Batches batches(run.recipe, *run.tokenizer, train_ids, static_cast<uint64_t>(recipe.train.seed));
+  Batches batches(run.recipe, *run.tokenizer, std::move(train_ids), static_cast<uint64_t>(recipe.train.seed));
   if (resume_from) {
     batches.restore(load_checkpoint_into(run, *resume_from));
     TF_CHECK_INPUT(run.step < run.recipe.train.steps, "--resume: ", resume_from->string(), " is at step ", run.step,
@@ -177,13 +201,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
                    "--set train.steps=", run.step + run.recipe.train.steps, " (or any value above ", run.step, ")");
   }
   if (init_from) load_weights(run, *init_from);  // weights only: the optimizer and step start afresh
-  const Validation validation{tokenize(run, corpus.val), count_code_points(corpus.val)};
-  // One evaluation window needs data.seq_len + 1 tokens: found now, not at the first evaluation.
-  const int64_t window = run.recipe.data.seq_len + 1;
-  TF_CHECK_INPUT(run.recipe.eval.interval == 0 || static_cast<int64_t>(validation.ids.size()) >= window,
-                 "the validation text (", validation_source(run.recipe.data), ") has ", validation.ids.size(),
-                 " tokens, fewer than one evaluation window of data.seq_len + 1 = ", window,
-                 ": give more validation text, lower data.seq_len, or set eval.interval: 0");
+  const Validation validation{std::move(val_ids), count_code_points(corpus.val)};
   if (options.before_training) options.before_training(run);
 
   std::error_code ec;

@@ -107,7 +107,8 @@ TEST_F(Errors, MissingEmptyOrTooShortTrainingTextIsNamed) {
 
   tf::testing::write_file(tmp_ / "short.txt", "Too short.");
   message = train_error(recipe({"data.train_path=" + (tmp_ / "short.txt").string()}), quiet_);
-  expect_has(message, "tokens, too few for windows of data.seq_len + 1 = 33");
+  expect_has(message, "the training text (the first 90% of data.train_path '" + (tmp_ / "short.txt").string() +
+                          "') has 9 tokens, too few for one training window of data.seq_len + 1 = 33");
 }
 
 TEST_F(Errors, UnwritableRunOrCacheFolderIsNamed) {

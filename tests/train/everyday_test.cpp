@@ -23,9 +23,11 @@ class Everyday : public ::testing::Test {
   }
   using Outcome = tf::testing::CommandOutcome;
   Outcome run(const std::vector<std::string>& args) const { return tf::testing::run_command(args, tmp_.path()); }
-  std::vector<std::string> train(std::vector<std::string> sets) const {
+  std::vector<std::string> train(std::vector<std::string> sets, const std::vector<std::string>& flags = {}) const {
     sets.insert(sets.begin(), "eval.interval=0");  // a test may set it again
-    return tf::testing::train_args("tiny_gpt", text_, dir_, tmp_.path() / "cache", sets);
+    std::vector<std::string> args = tf::testing::train_args("tiny_gpt", text_, dir_, tmp_.path() / "cache", sets);
+    args.insert(args.end(), flags.begin(), flags.end());
+    return args;
   }
 
   tf::testing::RunTempDir tmp_;
@@ -91,6 +93,26 @@ TEST_F(Everyday, AValidationTextTooShortIsFoundBeforeTraining) {
   expect_has(o.err, "the validation text (data.val_path '" + (tmp_.path() / "val.txt").string() + "') has ");
   expect_has(o.err, "fewer than one evaluation window of data.seq_len + 1 = 33");
   EXPECT_EQ(o.out.find("step 1/"), std::string::npos) << "a step ran first";
+}
+
+// A dry run tokenizes both texts and checks their lengths, so what it accepts, a real run accepts.
+TEST_F(Everyday, ADryRunFindsATextTooShortInTokens) {
+  tf::testing::write_file(tmp_.path() / "val.txt", "ab");
+  Outcome o = run(train({"data.val_path=" + (tmp_.path() / "val.txt").string(), "eval.interval=5"}, {"--dry-run"}));
+  EXPECT_EQ(o.code, 2) << o.out;
+  expect_has(o.err, "the validation text (data.val_path '" + (tmp_.path() / "val.txt").string() + "') has 2 tokens");
+
+  tf::testing::write_file(tmp_.path() / "short.txt", "Too short.");
+  const std::string short_text = (tmp_.path() / "short.txt").string();
+  o = run(train({"data.train_path=" + short_text, "data.val_path=" + (tmp_.path() / "val.txt").string(),
+                 "eval.interval=0"}, {"--dry-run"}));
+  EXPECT_EQ(o.code, 2) << o.out;
+  expect_has(o.err, "the training text (data.train_path '" + short_text + "') has 10 tokens, too few for one "
+                    "training window of data.seq_len + 1 = 33: give more training text or lower data.seq_len");
+
+  o = run(train({"eval.interval=5"}, {"--dry-run"}));  // the fixture's text is long enough: counts are shown
+  EXPECT_EQ(o.code, 0) << o.err;
+  expect_has(o.out, " training, ");
 }
 
 // Characters outside a char vocabulary are read as <unk>: sample and eval say how many.
