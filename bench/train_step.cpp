@@ -9,6 +9,7 @@
 //   bench_train_step --sgemm                                    # best sgemm GFLOP/s, oneDNN and OpenBLAS
 //   bench_train_step --decode [--kv-cache] --decode-tokens 256  # config B, batch 1, greedy
 //   bench_train_step --config B --profile cpu                   # and seconds per op on stderr
+//   bench_train_step --config A --vs-deterministic 5            # train.deterministic's cost
 //
 // Configs (the performance issue's; all vocab 256, GELU-tanh MLP 4C, pre-LN, fused QKV, learned
 // positions, tied head, AdamW, dropout 0):
@@ -146,11 +147,13 @@ struct TrainOptions {
   bool repeat_batch = false;  // train on the first batch again and again (the loss must fall)
   uint64_t seed = 1;
   std::string profile;        // "", "wall" or "cpu": the timed steps' per-op table on stderr
+  bool deterministic = false; // train.deterministic's kernels (kernels::DeterministicScope)
 };
 
 // Warmup steps, then `steps` timed steps of the trainer's step: forward, loss, backward, clip to
 // norm 1, AdamW (lr 1e-3, betas 0.9/0.99, weight decay 0.1 on weights only: the recipe defaults).
-void run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
+double run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
+  const kernels::DeterministicScope deterministic(o.deterministic);
   layers::Init init{Rng(o.seed), DType::f32};
   const layers::ModelConfig mc = model_config(b, b.seq);
   std::unique_ptr<layers::LanguageModel> model = layers::build_model(mc, init);
@@ -203,12 +206,29 @@ void run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
       "\"layers\": %lld, \"heads\": %lld, \"seq\": %lld, \"batch\": %lld, \"threads\": %d, \"steps\": %lld, "
       "\"warmup\": %lld, \"params\": %lld, \"non_embedding_params\": %lld, \"flops_per_token\": %.0f, "
       "\"tokens_per_s\": %.2f, \"step_s_median\": %.6f, \"model_gflops\": %.3f, \"peak_rss_mb\": %.1f, "
-      "\"loss_first\": %.6f, \"loss_last\": %.6f}\n",
+      "\"loss_first\": %.6f, \"loss_last\": %.6f, \"deterministic\": %s}\n",
       b.name.c_str(), b.arch.c_str(), (long long)b.d_model, (long long)b.layers, (long long)b.heads,
       (long long)b.seq, (long long)b.batch, threads, (long long)o.steps, (long long)o.warmup, (long long)params,
       (long long)non_embedding, flops_per_token, tokens_per_s, median(step_seconds),
       tokens_per_s * flops_per_token * 1e-9, peak_rss_mb(), losses.empty() ? 0.0 : losses.front(),
-      losses.empty() ? 0.0 : losses.back());
+      losses.empty() ? 0.0 : losses.back(), o.deterministic ? "true" : "false");
+  return tokens_per_s;
+}
+
+// train.deterministic's cost: default and deterministic runs alternated `rounds` times in this
+// process (a noisy machine slows both alike), and the median of the per-round throughput ratios.
+void run_deterministic_ratio(const BenchConfig& b, TrainOptions o, int threads, int rounds) {
+  std::vector<double> ratios;
+  for (int round = 0; round < rounds; ++round) {
+    o.deterministic = false;
+    const double usual = run_train(b, o, threads);
+    o.deterministic = true;
+    ratios.push_back(run_train(b, o, threads) / usual);
+  }
+  std::printf("{\"mode\": \"deterministic_ratio\", \"config\": \"%s\", \"threads\": %d, \"rounds\": %d, "
+              "\"deterministic_over_default_median\": %.4f, \"min\": %.4f, \"max\": %.4f}\n",
+              b.name.c_str(), threads, rounds, median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+              *std::max_element(ratios.begin(), ratios.end()));
 }
 
 // The best single-call GFLOP/s of C (n x n) = A (n x n) B (n x n) over `seconds` of repeated
@@ -305,6 +325,11 @@ int main(int argc, char** argv) {
   app.add_flag("--repeat-batch", train.repeat_batch, "train on one batch repeatedly (the loss must fall)");
   app.add_option("--profile", train.profile, "print the timed steps' seconds per op to stderr (wall or cpu clock)")
       ->check(CLI::IsMember({"wall", "cpu"}));
+  app.add_flag("--deterministic", train.deterministic, "train.deterministic's kernels: the same bits for any thread count");
+  int deterministic_rounds = 0;
+  app.add_option("--vs-deterministic", deterministic_rounds,
+                 "alternate default and --deterministic runs this many times; print the median throughput ratio")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "OpenMP threads; 0: physical cores (OMP_NUM_THREADS wins)")->capture_default_str();
   app.add_flag("--sgemm", sgemm, "measure the best sgemm GFLOP/s (oneDNN and OpenBLAS) instead of training");
   app.add_option("--sgemm-n", sgemm_n, "sgemm size n (n x n x n)")->check(CLI::PositiveNumber)->capture_default_str();
@@ -326,6 +351,10 @@ int main(int argc, char** argv) {
     if (decode) {
       TF_CHECK_INPUT(b.arch == "gpt", "--decode needs a GPT config, got ", b.arch);
       run_decode(b, prompt_len, decode_tokens, kv_cache, n_threads);
+      return 0;
+    }
+    if (deterministic_rounds > 0) {
+      run_deterministic_ratio(b, train, n_threads, deterministic_rounds);
       return 0;
     }
     run_train(b, train, n_threads);

@@ -48,6 +48,7 @@ struct TrainConfig {
   int64_t seed = 1337;
   int64_t threads = 0;      // 0: physical cores (OMP_NUM_THREADS wins when set)
   bool anomaly = false;     // name the first op producing a non-finite value
+  bool deterministic = false;  // the same bits for any thread count (kernels::DeterministicScope)
 };
 
 struct EvalConfig {

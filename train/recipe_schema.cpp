@@ -180,6 +180,8 @@ std::vector<Field> make_fields() {
       integer("train.seed", "seed of initialisation, data order, masking and dropout", REF(train.seed), 0),
       integer("train.threads", "OpenMP threads; 0 means the physical cores (OMP_NUM_THREADS wins when set)", REF(train.threads), 0, 1024),
       boolean("train.anomaly", "stop at the first non-finite value, naming the op and layer", REF(train.anomaly)),
+      boolean("train.deterministic", "bit-identical losses and weights for any train.threads (matmuls cut by shape; slower)",
+              REF(train.deterministic)),
 
       integer("eval.interval", "steps between validation runs; 0 disables", REF(eval.interval), 0),
       integer("eval.batches", "validation batches per run", REF(eval.batches), 1, 1 << 20),

@@ -17,6 +17,7 @@
 
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
+#include "framework/kernels/mode.h"
 #include "layers/models/gpt.h"
 #include "data/dataset.h"
 #include "train/checkpoint.h"
@@ -43,14 +44,14 @@ void on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
 }
 
-// Ctrl-C sets a flag for the loop while training, and the caller's handler is back on every way
-// out, a thrown error included (a library caller that catches it keeps its own Ctrl-C).
 // The training loop's process-wide settings, restored on every way out (errors included): the
-// Ctrl-C handler and anomaly detection.
+// Ctrl-C handler (which sets a flag the loop reads; a library caller keeps its own), anomaly
+// detection and deterministic kernels.
 struct LoopScope {
   using Handler = void (*)(int);
   Handler previous;
-  explicit LoopScope(bool anomaly) {
+  kernels::DeterministicScope deterministic;
+  LoopScope(bool anomaly, bool deterministic_kernels) : deterministic(deterministic_kernels) {
     g_interrupted = false;
     previous = std::signal(SIGINT, on_sigint);
     set_anomaly_detection(anomaly);
@@ -220,7 +221,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     out << "fine-tuning from " << init_from->string() << ": its weights and tokenizer; a fresh optimizer, step 0\n";
 
   // Until the loop ends: Ctrl-C writes a checkpoint; anomaly mode checks every op.
-  std::optional<LoopScope> loop_scope(std::in_place, run.recipe.train.anomaly);
+  std::optional<LoopScope> loop_scope(std::in_place, run.recipe.train.anomaly, run.recipe.train.deterministic);
   if (!options.profile.empty()) {
     profile::reset();
     profile::enable(true, options.profile == "cpu" ? profile::Clock::cpu : profile::Clock::wall);

@@ -17,6 +17,8 @@
 #pragma once
 #include <cstdint>
 
+#include "framework/kernels/mode.h"
+
 namespace tf::kernels {
 
 struct MatmulDims {
@@ -41,7 +43,13 @@ void matmul_blas(const MatmulDims& d, const float* a, const float* b, float* c, 
 // layer's (x W^T) goes to our own threaded gemv (cpu/gemv.h): OpenBLAS 0.3.21 does not know newer
 // CPUs and falls back to its generic PRESCOTT sgemv on them (perf, Xeon model 207, 2026-12-01).
 void matmul_one_row(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias);
+// The same product whatever the number of threads (kernels::deterministic()): C's rows are cut into
+// blocks by shape alone and each block is one single-threaded oneDNN call, so every element of C is
+// summed by the same code in the same order on any thread. oneDNN's own threading may split k
+// across threads when m and n are small, and gemv_threaded groups rows by thread.
+void matmul_deterministic(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias = nullptr);
 inline void matmul_fast(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias = nullptr) {
+  if (deterministic()) return matmul_deterministic(d, a, b, c, bias);
   if (d.m == 1 && d.batch == 1) return matmul_one_row(d, a, b, c, bias);
   matmul_onednn(d, a, b, c, bias);
 }

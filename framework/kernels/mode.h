@@ -1,6 +1,6 @@
 // Kernel selection: float32 ops use the fast kernels unless a ReferenceKernelsGuard is alive on
 // this thread (tests use it to compare the fast path with the reference; float64 is always
-// reference).
+// reference); and, process-wide, whether results must not depend on the number of threads.
 #pragma once
 
 namespace tf::kernels {
@@ -23,5 +23,23 @@ bool use_fast() {
   if constexpr (sizeof(T) == sizeof(float)) return !reference_forced();
   return false;
 }
+
+// While a DeterministicScope is alive (train.deterministic), every kernel gives the same bits for
+// any number of OpenMP threads: work whose summation order would follow the thread count (oneDNN's
+// matmuls, which split the inner dimension over threads when the output is small) is cut into
+// pieces by shape alone, each computed by one thread. Reductions of our own kernels are in fixed
+// blocks always (cheap), so they need no switch. Process-wide, not per thread: the pieces run on
+// OpenMP's worker threads.
+bool deterministic();
+class DeterministicScope {
+ public:
+  explicit DeterministicScope(bool on);
+  ~DeterministicScope();
+  DeterministicScope(const DeterministicScope&) = delete;
+  DeterministicScope& operator=(const DeterministicScope&) = delete;
+
+ private:
+  bool previous_;
+};
 
 }  // namespace tf::kernels

@@ -1,7 +1,11 @@
 // oneDNN engine, stream, and the matmul primitive cache keyed by dims and flags.
 #include "framework/kernels/onednn.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <array>
+#include <exception>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -43,13 +47,16 @@ struct MatmulPrimitive {
   std::mutex mutex;  // the memory objects are shared: one call at a time per primitive
 };
 
-void init_matmul(MatmulPrimitive& p, const MatmulDims& d, bool with_bias) {
+// lda: the distance between A's rows as stored (between op(A)'s columns when trans_a); 0 for a
+// dense A. A block of op(A)'s rows cut from a transposed A keeps the whole matrix's stride.
+void init_matmul(MatmulPrimitive& p, const MatmulDims& d, bool with_bias, int64_t lda = 0) {
   using dt = dnnl::memory::data_type;
   using dims = dnnl::memory::dims;
   // A transposed operand is described by strides, so no copy is made.
   const dims a_dims{d.batch, d.m, d.k}, b_dims{d.b_broadcast ? 1 : d.batch, d.k, d.n},
       c_dims{d.batch, d.m, d.n};
-  const dims a_strides = d.trans_a ? dims{d.m * d.k, 1, d.m} : dims{d.m * d.k, d.k, 1};
+  if (lda == 0) lda = d.trans_a ? d.m : d.k;
+  const dims a_strides = d.trans_a ? dims{lda * d.k, 1, lda} : dims{d.m * lda, lda, 1};
   const dims b_strides = d.trans_b ? dims{d.k * d.n, 1, d.k} : dims{d.k * d.n, d.n, 1};
   const dnnl::memory::desc a(a_dims, dt::f32, a_strides), b(b_dims, dt::f32, b_strides),
       c(c_dims, dt::f32, dims{d.m * d.n, d.n, 1}),
@@ -79,6 +86,32 @@ void init_matmul(MatmulPrimitive& p, const MatmulDims& d, bool with_bias) {
 
 std::atomic<uint64_t> g_matmul_calls{0};
 
+void execute(MatmulPrimitive& p, const float* a, const float* b, float* c, const float* bias, dnnl::stream& stream) {
+  p.a.set_data_handle(const_cast<float*>(a));
+  p.b.set_data_handle(const_cast<float*>(b));
+  p.c.set_data_handle(c);
+  if (bias) p.bias.set_data_handle(const_cast<float*>(bias));
+  // The C API: the C++ execute() copies the argument map into a fresh std::vector on every call.
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(p.primitive.get(), stream.get(), p.n_args, p.args.data()),
+                          "could not execute a matmul primitive");
+  stream.wait();
+}
+
+// Rows of C per block of the deterministic matmul: from the shape alone (never the thread count),
+// about 32 blocks in all so that 2-4 threads stay busy, in multiples of 16 (oneDNN's row tile).
+int64_t deterministic_block_rows(const MatmulDims& d) {
+  const int64_t rows = (d.batch * d.m + 31) / 32;
+  return std::min(d.m, std::max<int64_t>(16, (rows + 15) / 16 * 16));
+}
+
+// Sets this thread's OpenMP thread count to one while alive: oneDNN then plans and runs a
+// primitive for one thread (it reads omp_get_max_threads() when it creates one).
+struct OneThread {
+  int previous = omp_get_max_threads();
+  OneThread() { omp_set_num_threads(1); }
+  ~OneThread() { omp_set_num_threads(previous); }
+};
+
 }  // namespace
 
 uint64_t onednn_matmul_calls() { return g_matmul_calls.load(); }
@@ -103,14 +136,38 @@ void matmul_onednn(const MatmulDims& d, const float* a, const float* b, float* c
   }
   ++g_matmul_calls;
   std::lock_guard<std::mutex> lock(p->mutex);
-  p->a.set_data_handle(const_cast<float*>(a));
-  p->b.set_data_handle(const_cast<float*>(b));
-  p->c.set_data_handle(c);
-  if (bias) p->bias.set_data_handle(const_cast<float*>(bias));
-  // The C API: the C++ execute() copies the argument map into a fresh std::vector on every call.
-  dnnl::error::wrap_c_api(dnnl_primitive_execute(p->primitive.get(), onednn_stream().get(), p->n_args, p->args.data()),
-                          "could not execute a matmul primitive");
-  onednn_stream().wait();
+  execute(*p, a, b, c, bias, onednn_stream());
+}
+
+void matmul_deterministic(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias) {
+  if (d.batch * d.m * d.n == 0) return;
+  const int64_t block = deterministic_block_rows(d), per_matrix = (d.m + block - 1) / block;
+  const int64_t blocks = d.batch * per_matrix;
+  ++g_matmul_calls;
+  std::exception_ptr error;  // an exception must not leave an OpenMP region: kept, thrown after it
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < blocks; ++i) try {
+    const OneThread one;
+    // Each thread keeps its own primitives and memory objects (no lock between blocks), all
+    // made for one thread; keyed like the shared cache, plus A's stride.
+    using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool, bool, int64_t>;
+    thread_local std::map<Key, MatmulPrimitive> cache;
+    thread_local dnnl::stream stream(onednn_engine());
+    const int64_t entry = i / per_matrix, row = (i % per_matrix) * block;
+    MatmulDims piece = d;
+    piece.batch = 1;
+    piece.m = std::min(block, d.m - row);
+    const int64_t lda = d.trans_a ? d.m : d.k;
+    auto [it, inserted] = cache.try_emplace(Key{piece.m, d.n, d.k, d.trans_a, d.trans_b, d.accumulate, bias != nullptr, lda});
+    if (inserted) init_matmul(it->second, piece, bias != nullptr, lda);
+    const float* a_piece = a + entry * d.m * d.k + (d.trans_a ? row : row * d.k);
+    const float* b_piece = b + (d.b_broadcast ? 0 : entry * d.k * d.n);
+    execute(it->second, a_piece, b_piece, c + (entry * d.m + row) * d.n, bias, stream);
+  } catch (...) {
+#pragma omp critical(tf_matmul_deterministic_error)
+    if (!error) error = std::current_exception();
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace tf::kernels

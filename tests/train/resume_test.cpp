@@ -11,6 +11,7 @@
 
 #include "framework/io/hdf5_io.h"
 #include "train/checkpoint.h"
+#include "train/run_compare.h"
 #include "train/run_fixture.h"
 #include "train/trainer.h"
 
@@ -63,22 +64,6 @@ struct ResumeCase {
 
 std::ostream& operator<<(std::ostream& os, const ResumeCase& c) { return os << c.name; }
 
-// Every /model dataset of two checkpoints, byte for byte; the names must agree too.
-void expect_same_parameters(const fs::path& a, const fs::path& b) {
-  const H5Reader ra(a.string()), rb(b.string());
-  const std::vector<std::string> names = ra.list("model");
-  ASSERT_EQ(names, rb.list("model"));
-  ASSERT_FALSE(names.empty());
-  for (const std::string& name : names) {
-    const Tensor ta = ra.read_tensor("model", name), tb = rb.read_tensor("model", name);
-    ASSERT_EQ(ta.shape(), tb.shape()) << name;
-    ASSERT_EQ(ta.dtype(), tb.dtype()) << name;
-    EXPECT_EQ(std::memcmp(ta.raw_data(), tb.raw_data(), ta.nbytes()), 0) << "parameter " << name << " differs";
-  }
-  EXPECT_EQ(ra.read_u64("rng", "dropout"), rb.read_u64("rng", "dropout"));
-  EXPECT_EQ(ra.read_u64("data", "train_batches"), rb.read_u64("data", "train_batches"));
-}
-
 class ExactResume : public ::testing::TestWithParam<std::tuple<ResumeCase, int>> {};
 
 TEST_P(ExactResume, SplitRunEqualsStraightRun) {
@@ -123,24 +108,13 @@ TEST_P(ExactResume, SplitRunEqualsStraightRun) {
   EXPECT_EQ(b2.final_step, 2 * kHalf);
   EXPECT_EQ(b2.last_loss, a.last_loss);
 
-  // Every step's loss, learning rate and gradient norm, as logged (metrics keep every digit).
+  tf::testing::expect_same_steps(dir_a / "metrics.jsonl", dir_b / "metrics.jsonl", 2 * kHalf);
   const auto ma = tf::testing::read_metrics(dir_a / "metrics.jsonl");
-  const auto mb = tf::testing::read_metrics(dir_b / "metrics.jsonl");
-  ASSERT_EQ(ma.size(), 2 * kHalf);
-  ASSERT_EQ(mb.size(), 2 * kHalf);
-  for (size_t i = 0; i < ma.size(); ++i) {
-    SCOPED_TRACE("step " + std::to_string(i + 1));
-    EXPECT_EQ(ma[i].at("step"), std::to_string(i + 1));
-    EXPECT_EQ(mb[i].at("step"), std::to_string(i + 1));
-    EXPECT_EQ(tf::testing::number(ma[i], "train_loss"), tf::testing::number(mb[i], "train_loss"));
-    EXPECT_EQ(tf::testing::number(ma[i], "lr"), tf::testing::number(mb[i], "lr"));
-    EXPECT_EQ(tf::testing::number(ma[i], "grad_norm"), tf::testing::number(mb[i], "grad_norm"));
-  }
   // The run learned something, so equal losses are not equal constants.
   EXPECT_LT(tf::testing::number(ma.back(), "train_loss"), tf::testing::number(ma.front(), "train_loss"));
 
   const fs::path final_a = checkpoint_path(dir_a, 2 * kHalf), final_b = checkpoint_path(dir_b, 2 * kHalf);
-  expect_same_parameters(final_a, final_b);
+  tf::testing::expect_same_parameters(final_a, final_b);
   // Dropout drew from the RNG, so its saved state is what made the second half agree.
   const std::vector<uint64_t> rng = H5Reader(final_a.string()).read_u64("rng", "dropout");
   ASSERT_EQ(rng.size(), 2u);

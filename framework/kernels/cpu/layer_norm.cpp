@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -73,19 +74,16 @@ void backward_rows(const float* dy, const float* dsum, const float* x, const flo
                    float* dbias) {
   const bool params = dweight || dbias;
   const bool parallel = rows * channels >= kParallelMin;
-  const int max_threads = parallel ? omp_get_max_threads() : 1;
-  // (threads, 2, C): each thread's sums of dy * xhat and of dy over its rows.
-  storage_pool::Scratch<float> partial(params ? static_cast<size_t>(max_threads) * 2 * channels : 0, 0.0f);
-  int used_threads = 1;
-#pragma omp parallel if (parallel)
-  {
-    const int thread = omp_get_thread_num();
-#pragma omp single
-    used_threads = omp_get_num_threads();
-    float* pdw = params ? partial.data() + static_cast<size_t>(thread) * 2 * channels : nullptr;  // (C)
-    float* pdb = params ? pdw + channels : nullptr;                                                // (C)
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+  // dweight and dbias sum over rows: each block of rows sums its own, and the blocks are added in
+  // order. Blocks come from the row count alone, so the bits do not depend on the thread count.
+  const int64_t block_rows = std::max<int64_t>(16, (rows + 63) / 64), blocks = (rows + block_rows - 1) / block_rows;
+  // (blocks, 2, C): each block's sums of dy * xhat and of dy.
+  storage_pool::Scratch<float> partial(params ? static_cast<size_t>(blocks) * 2 * channels : 0, 0.0f);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t block = 0; block < blocks; ++block) {
+    float* pdw = params ? partial.data() + block * 2 * channels : nullptr;  // (C)
+    float* pdb = params ? pdw + channels : nullptr;                        // (C)
+    for (int64_t r = block * block_rows; r < std::min(rows, (block + 1) * block_rows); ++r) {
       const float* xr = x + r * channels;    // (C)
       const float* dyr = dy + r * channels;  // (C)
       const float m = mean[r], s = rstd[r];
@@ -120,9 +118,8 @@ void backward_rows(const float* dy, const float* dsum, const float* x, const flo
       }
     }
   }
-  // Thread order, not completion order: the same inputs give the same bits on every run.
-  for (int t = 0; t < used_threads && params; ++t) {
-    const float* pdw = partial.data() + static_cast<size_t>(t) * 2 * channels;
+  for (int64_t block = 0; block < blocks && params; ++block) {
+    const float* pdw = partial.data() + block * 2 * channels;
     const float* pdb = pdw + channels;
     for (int64_t c = 0; c < channels; ++c) {
       if (dweight) dweight[c] += pdw[c];

@@ -15,8 +15,8 @@ namespace tf::kernels {
 
 // With a residual, h = x + residual is formed row by row, so h is not read back from memory.
 void layer_norm_forward_fast(const LayerNormForwardArgs<float>& a);
-// dweight / dbias partial sums are kept per thread and added in thread order, so the result is
-// deterministic for a given thread count.
+// dweight / dbias partial sums are kept per block of rows (blocks from the row count alone) and
+// added in block order, so the result is the same for any thread count.
 void layer_norm_backward_fast(const LayerNormBackwardArgs<float>& a);
 
 }  // namespace tf::kernels
