@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Golden values for tests/layers/golden_test.cpp, from an independent PyTorch implementation of
-docs/models.md (written from that page, not from tapeformer's C++).
+"""Golden values for tests/layers/golden_test.cpp, from scripts/tapeformer_model.py: a PyTorch
+implementation of docs/models.md that shares no code with tapeformer's C++ (and that
+scripts/tapeformer_checkpoint.py also loads checkpoints into).
 
 Run once offline (CI never runs Python; the .h5 files it writes are committed):
     /usr/bin/python3 tests/golden/make_golden.py        # Debian: python3-torch, python3-h5py
@@ -24,170 +25,16 @@ File layout (one HDF5 file per model, read by tapeformer's H5Reader):
     /outputs/loss       float64 scalar
     /grads/<name>       float64, d loss / d parameter
 """
-import math
 import os
+import sys
 
 import h5py
 import torch
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-# ---- the math of docs/models.md -----------------------------------------------------------------
-
-def layer_norm(x, p, name, cfg):
-    if cfg["norm"] == "rms":  # RMSNorm: no centring, no bias
-        return x / torch.sqrt((x * x).mean(-1, keepdim=True) + cfg["ln_eps"]) * p[name + ".weight"]
-    return F.layer_norm(x, (x.shape[-1],), p[name + ".weight"], p[name + ".bias"], cfg["ln_eps"])
-
-
-def gelu(x, cfg):
-    return F.gelu(x, approximate="tanh" if cfg["gelu"] == "tanh" else "none")
-
-
-def linear(x, p, name):
-    return F.linear(x, p[name + ".weight"], p.get(name + ".bias"))
-
-
-def rope_frequencies(D, cfg):
-    """Pair i's frequency theta^(-2i/D), stretched by the scaling rule (docs/models.md, "RoPE
-    scaling"), and the factor on the rotated rows (YaRN's 0.1 ln s + 1)."""
-    theta, s, kind = cfg["rope_theta"], cfg["rope_scaling_factor"], cfg["rope_scaling"]
-    if kind == "ntk":
-        theta = theta * s ** (D / (D - 2))
-    i = torch.arange(D // 2, dtype=torch.float64)
-    f = theta ** (-2.0 * i / D)
-    if kind == "linear":
-        return f / s, 1.0
-    if kind == "yarn":
-        turns = cfg["rope_original_context"] * f / (2 * math.pi)
-        ramp = ((turns - cfg["yarn_alpha"]) / (cfg["yarn_beta"] - cfg["yarn_alpha"])).clamp(0, 1)
-        return (1 - ramp) * f / s + ramp * f, 0.1 * math.log(s) + 1
-    return f, 1.0
-
-
-def rope(x, cfg):
-    """x (B, heads, T, D): pair (2i, 2i+1) at position pos turns by pos * f_i."""
-    T, D = x.shape[-2], x.shape[-1]
-    f, magnitude = rope_frequencies(D, cfg)
-    angle = torch.arange(T, dtype=torch.float64)[:, None] * f  # (T, D/2)
-    even, odd = x[..., 0::2], x[..., 1::2]
-    rotated_even = even * torch.cos(angle) - odd * torch.sin(angle)
-    rotated_odd = even * torch.sin(angle) + odd * torch.cos(angle)
-    return magnitude * torch.stack([rotated_even, rotated_odd], dim=-1).reshape(x.shape)
-
-
-def alibi_slopes(H):
-    """Press et al. 2022: 2^(-8 (h+1) / H) for H a power of two; otherwise the n = 2^floor(log2 H)
-    slopes of n heads, then every other slope of 2n heads."""
-    n = 2 ** int(math.floor(math.log2(H)))
-    slopes = [2 ** (-8 * (h + 1) / n) for h in range(n)]
-    slopes += [2 ** (-8 * (h + 1) / (2 * n)) for h in range(0, 2 * n, 2)][: H - n]
-    return torch.tensor(slopes, dtype=torch.float64)
-
-
-def t5_bucket(n, bidirectional, buckets, max_distance):
-    """Raffel et al. 2020: n = query position - key position."""
-    bucket = 0
-    if bidirectional:
-        buckets //= 2
-        if n < 0:
-            bucket = buckets
-        n = abs(n)
-    else:
-        n = max(n, 0)
-    exact = buckets // 2
-    if n < exact:
-        return bucket + n
-    large = exact + int(math.log(n / exact) / math.log(max_distance / exact) * (buckets - exact))
-    return bucket + min(large, buckets - 1)
-
-
-def attention(x, p, name, cfg, key_padding):
-    B, T, C = x.shape
-    H = cfg["n_heads"]
-    G = cfg["n_kv_heads"] or H
-    D = C // H
-    qkv = linear(x, p, name + ".qkv")  # (B, T, (H + 2G) D)
-    q = qkv[..., : H * D].reshape(B, T, H, D).transpose(1, 2)
-    k = qkv[..., H * D : H * D + G * D].reshape(B, T, G, D).transpose(1, 2)
-    v = qkv[..., H * D + G * D :].reshape(B, T, G, D).transpose(1, 2)
-    if cfg["position"] == "rope":
-        q, k = rope(q, cfg), rope(k, cfg)
-    # query head h uses kv head h // (H / G)
-    k = k.repeat_interleave(H // G, dim=1)
-    v = v.repeat_interleave(H // G, dim=1)
-    scores = q @ k.transpose(-1, -2) / math.sqrt(D)  # (B, H, T, T)
-    distance = torch.arange(T)[:, None] - torch.arange(T)[None, :]  # query position - key position
-    if cfg["position"] == "alibi":
-        scores = scores - alibi_slopes(H)[:, None, None] * distance.abs().double()
-    if cfg["position"] == "t5":
-        bucket = torch.tensor([[t5_bucket(int(n), not cfg["causal"], cfg["relative_buckets"],
-                                          cfg["relative_max_distance"]) for n in row] for row in distance])
-        scores = scores + p[name + ".relative_bias"][:, bucket]  # (H, T, T)
-    masked = torch.zeros(B, 1, T, T, dtype=torch.bool)
-    if cfg["causal"]:
-        masked |= torch.ones(T, T, dtype=torch.bool).triu(1)
-    w, g = cfg["attention_window"], cfg["attention_global_tokens"]
-    if w > 0:  # a key outside the window is hidden unless it or the query is global
-        outside = distance.abs() >= w
-        is_global = (torch.arange(T)[:, None] < g) | (torch.arange(T)[None, :] < g)
-        masked |= outside & ~is_global
-    if key_padding is not None:
-        masked |= (key_padding == 0)[:, None, None, :]
-    probs = torch.softmax(scores.masked_fill(masked, float("-inf")), dim=-1)
-    out = (probs @ v).transpose(1, 2).reshape(B, T, H * D)
-    return linear(out, p, name + ".proj")
-
-
-def mlp(x, p, name, cfg):
-    h = linear(x, p, name + ".fc")
-    if cfg["feed_forward"] == "swiglu":  # rows [gate | value]
-        a, b = h.chunk(2, dim=-1)
-        return linear(F.silu(a) * b, p, name + ".proj")
-    return linear(gelu(h, cfg), p, name + ".proj")
-
-
-def block(x, p, name, cfg, key_padding):
-    if cfg["pre_norm"]:
-        h = x + attention(layer_norm(x, p, name + ".ln_1", cfg), p, name + ".attn", cfg, key_padding)
-        return h + mlp(layer_norm(h, p, name + ".ln_2", cfg), p, name + ".mlp", cfg)
-    h = layer_norm(x + attention(x, p, name + ".attn", cfg, key_padding), p, name + ".ln_1", cfg)
-    return layer_norm(h + mlp(h, p, name + ".mlp", cfg), p, name + ".ln_2", cfg)
-
-
-def absolute_positions(T, cfg, p):
-    if cfg["position"] == "learned":
-        return p["position_embedding.weight"][:T]
-    if cfg["position"] == "sinusoidal":
-        pos = torch.arange(T, dtype=torch.float64)[:, None]
-        i2 = torch.arange(0, cfg["d_model"], 2, dtype=torch.float64)
-        pe = torch.zeros(T, cfg["d_model"], dtype=torch.float64)
-        pe[:, 0::2] = torch.sin(pos / 10000 ** (i2 / cfg["d_model"]))
-        pe[:, 1::2] = torch.cos(pos / 10000 ** (i2 / cfg["d_model"]))
-        return pe
-    return 0.0
-
-
-def gpt_logits(p, cfg, ids):
-    x = F.embedding(ids, p["token_embedding.weight"]) + absolute_positions(ids.shape[1], cfg, p)
-    for i in range(cfg["n_layers"]):
-        x = block(x, p, f"blocks.{i}", cfg, None)
-    x = layer_norm(x, p, "ln_f", cfg)
-    head = p["token_embedding.weight"] if cfg["tie_embeddings"] else p["lm_head.weight"]
-    return x @ head.T
-
-
-def bert_logits(p, cfg, ids, key_padding):
-    x = F.embedding(ids, p["token_embedding.weight"]) + absolute_positions(ids.shape[1], cfg, p)
-    x = layer_norm(x, p, "embedding_norm", cfg)
-    for i in range(cfg["n_layers"]):
-        x = block(x, p, f"blocks.{i}", cfg, key_padding)
-    # The MLM head is row-wise, so running it on every position and ignoring rows without a target
-    # in the loss equals running it only where there is a target.
-    h = layer_norm(gelu(linear(x, p, "mlm_head.dense"), cfg), p, "mlm_head.norm", cfg)
-    return h @ p["token_embedding.weight"].T + p.get("mlm_head.bias", 0.0)
+sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "scripts"))
+from tapeformer_model import Model, ModelConfig  # noqa: E402
 
 
 # ---- parameters ---------------------------------------------------------------------------------
@@ -241,7 +88,7 @@ def make_parameters(cfg, seed):
         else:
             value = 0.3 * noise
         # Rounded to float32 (what is stored), computed in float64.
-        params[name] = value.float().double().requires_grad_()
+        params[name] = value.float().double()
     return params
 
 
@@ -249,6 +96,8 @@ def make_parameters(cfg, seed):
 
 def write_golden(file_name, cfg, seed, batch, seq_len, padded_tail=0, ignore_every=0):
     params = make_parameters(cfg, seed)
+    model = Model(ModelConfig.from_dict(cfg)).double().eval()
+    model.load_state_dict(params)  # strict: the model's names and shapes are parameter_shapes'
     gen = torch.Generator().manual_seed(seed + 1)
     V = cfg["vocab_size"]
     ids = torch.randint(0, V, (batch, seq_len), generator=gen, dtype=torch.int64)
@@ -261,19 +110,20 @@ def write_golden(file_name, cfg, seed, batch, seq_len, padded_tail=0, ignore_eve
         for i in range(flat.numel()):
             if key_padding.view(-1)[i] == 0 or i % ignore_every != 0:
                 flat[i] = -100  # no prediction at padding and at unmasked positions
-        logits = bert_logits(params, cfg, ids, key_padding)
-    else:
-        logits = gpt_logits(params, cfg, ids)
+    # BERT's MLM head is row-wise, so running it on every position and ignoring rows without a
+    # target in the loss equals running it only where there is a target.
+    logits = model(ids, key_padding)
     loss = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=-100)
     loss.backward()
+    grads = {name: p.grad for name, p in model.named_parameters()}
 
     path = os.path.join(HERE, file_name)
     with h5py.File(path, "w", libver="latest") as f:
         for key, value in cfg.items():
             f.attrs[key] = int(value) if isinstance(value, bool) else value
         for name, _ in parameter_shapes(cfg):
-            f.create_dataset(f"params/{name}", data=params[name].detach().float().numpy())
-            f.create_dataset(f"grads/{name}", data=params[name].grad.numpy())
+            f.create_dataset(f"params/{name}", data=params[name].float().numpy())
+            f.create_dataset(f"grads/{name}", data=grads[name].numpy())
         f.create_dataset("inputs/ids", data=ids.int().numpy())
         f.create_dataset("inputs/targets", data=targets.int().numpy())
         if key_padding is not None:

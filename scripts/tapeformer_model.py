@@ -1,0 +1,403 @@
+"""tapeformer's GPT and BERT as a PyTorch nn.Module: the math of docs/models.md, with the
+checkpoint's parameter names and shapes as its state_dict, so a checkpoint's weights load as they are.
+
+    cfg = ModelConfig(arch="gpt", vocab_size=65, d_model=32, n_layers=2, n_heads=2, max_seq_len=32)
+    model = Model(cfg).double().eval()
+    model.load_state_dict(state_dict)      # e.g. tapeformer_checkpoint.load(path).state_dict
+    logits = model(ids)                    # ids (B, T) int64 -> (B, T, V)
+
+Used by scripts/tapeformer_checkpoint.py (checkpoints, `tapeformer eval`'s figures) and by
+tests/golden/make_golden.py (the golden values tests/layers/golden_test.cpp compares with).
+Every configuration a recipe can describe is computed; a value this file does not know (a newer
+recipe) is refused by ModelConfig, naming the key.
+
+B = batch, T = sequence length, C = d_model, H = n_heads, G = n_kv_heads, D = C / H (head size),
+F = d_ff, V = vocabulary size, nb = relative_buckets.
+"""
+import dataclasses
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# The values each choice key may take (train/recipe_schema.cpp).
+CHOICES = {
+    "arch": ("gpt", "bert"),
+    "position": ("none", "sinusoidal", "learned", "rope", "alibi", "t5"),
+    "rope_scaling": ("none", "linear", "ntk", "yarn"),
+    "norm": ("layer", "rms"),
+    "gelu": ("tanh", "erf"),
+    "feed_forward": ("gelu", "swiglu"),
+}
+
+
+class UnsupportedConfig(ValueError):
+    """A recipe key or value this loader does not know how to compute."""
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """The recipe's model section (docs/recipes.md) plus vocab_size; defaults as layers/models/config.h."""
+    arch: str = "gpt"
+    vocab_size: int = 256              # the tokenizer's, e.g. 65
+    max_seq_len: int = 256
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    n_kv_heads: int = 0                # 0: n_heads; fewer is grouped-query attention
+    d_ff: int = 0                      # 0: 4 d_model
+    position: str = "learned"
+    attention_window: int = 0          # 0: no sliding window
+    attention_global_tokens: int = 0   # Longformer's global positions 0 .. g - 1
+    attention_random_blocks: int = 0   # BigBird's random key blocks per query block
+    attention_block_size: int = 16
+    attention_random_seed: int = 0
+    rope_theta: float = 10000.0
+    relative_buckets: int = 32
+    relative_max_distance: int = 128
+    rope_scaling: str = "none"
+    rope_scaling_factor: float = 1.0
+    rope_original_context: int = 0
+    yarn_alpha: float = 1.0
+    yarn_beta: float = 32.0
+    causal: bool = True
+    pre_norm: bool = True
+    dropout: float = 0.0
+    attn_dropout: float = 0.0
+    ln_eps: float = 1e-5
+    norm: str = "layer"
+    gelu: str = "tanh"
+    feed_forward: str = "gelu"
+    tie_embeddings: bool = True
+    bias: bool = True
+    n_segments: int = 0
+    init_std: float = 0.02
+
+    def __post_init__(self):
+        for key, allowed in CHOICES.items():
+            value = getattr(self, key)
+            if value not in allowed:
+                raise UnsupportedConfig(f"model.{key}: '{value}' is not supported (known: {', '.join(allowed)})")
+        if self.n_segments != 0:
+            raise UnsupportedConfig(f"model.n_segments: {self.n_segments} is not supported (segment embeddings: "
+                                    "tapeformer's recipes refuse them too)")
+        if self.causal != (self.arch == "gpt"):
+            raise UnsupportedConfig(f"model.causal: {self.causal} with model.arch {self.arch} "
+                                    "(a GPT is causal, a BERT is not)")
+        if self.arch == "bert" and not self.tie_embeddings:
+            raise UnsupportedConfig("model.tie_embeddings: false with model.arch bert "
+                                    "(its decoder is the token embedding)")
+        if self.d_model % self.n_heads or self.n_heads % self.kv_heads:
+            raise UnsupportedConfig(f"model.d_model {self.d_model}, n_heads {self.n_heads}, n_kv_heads "
+                                    f"{self.n_kv_heads}: d_model must divide by n_heads, n_heads by n_kv_heads")
+
+    @classmethod
+    def from_dict(cls, values):
+        """From a recipe's model section (any subset of the keys); an unknown key is refused by name."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in values:
+            if key not in known:
+                raise UnsupportedConfig(f"model.{key}: unknown key (written by a newer tapeformer?)")
+        return cls(**values)
+
+    @property
+    def head_dim(self):
+        return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self):
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def ff_width(self):
+        return self.d_ff or 4 * self.d_model
+
+
+# ---- counter-based random numbers (framework/random.h) -------------------------------------------
+
+MASK32 = 0xFFFFFFFF
+
+
+def philox4x32(key, counter_hi, counter_lo):
+    """Philox4x32-10 (Salmon et al. 2011): four 32-bit words for (key, counter)."""
+    c = [counter_lo & MASK32, counter_lo >> 32 & MASK32, counter_hi & MASK32, counter_hi >> 32 & MASK32]
+    k0, k1 = key & MASK32, key >> 32 & MASK32
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k0, p1 & MASK32, (p0 >> 32) ^ c[3] ^ k1, p0 & MASK32]
+        k0, k1 = (k0 + 0x9E3779B9) & MASK32, (k1 + 0xBB67AE85) & MASK32
+    return c
+
+
+def uniform_at(seed, index):
+    """tf::uniform_at: the (seed, index)-th draw in [0, 1), as dropout and BigBird's blocks use it."""
+    w = philox4x32(seed, 0, index)
+    return ((w[0] << 21) ^ w[1]) * 2.0 ** -53
+
+
+class Rng:
+    """tf::Rng: draw n is philox4x32(seed, 0x5eed, n), its 64 bits w0 << 32 | w1."""
+
+    def __init__(self, seed, counter=0):
+        self.seed, self.counter = seed, counter
+
+    def uniform(self):
+        w = philox4x32(self.seed, 0x5EED, self.counter)
+        self.counter += 1
+        return ((w[0] << 32 | w[1]) >> 11) * 2.0 ** -53
+
+    def uniform_int(self, n):
+        return int(self.uniform() * n) % n
+
+
+# ---- what attention sees: positions, masks, biases (Note [attention variants]) --------------------
+
+def rope_frequencies(D, cfg):
+    """Pair i's frequency theta^(-2i/D) under model.rope_scaling (Note [rope scaling] in
+    framework/ops/rope.h), and the factor on the rotated rows (YaRN's 0.1 ln s + 1)."""
+    s, kind = cfg.rope_scaling_factor, cfg.rope_scaling
+    theta = cfg.rope_theta * s ** (D / (D - 2)) if kind == "ntk" and D > 2 else cfg.rope_theta
+    f = theta ** (-2.0 * torch.arange(D // 2, dtype=torch.float64) / D)  # (D/2)
+    if kind == "linear":
+        return f / s, 1.0
+    if kind == "yarn":
+        turns = cfg.rope_original_context * f / (2 * math.pi)
+        ramp = ((turns - cfg.yarn_alpha) / (cfg.yarn_beta - cfg.yarn_alpha)).clamp(0, 1)
+        return (1 - ramp) * f / s + ramp * f, 0.1 * math.log(s) + 1
+    return f, 1.0
+
+
+def rope(x, cos, sin):
+    """x (B, heads, T, D): pair (2i, 2i+1) at position t turns by angle t f_i; cos, sin (T, D/2)."""
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).reshape(x.shape)
+
+
+def alibi_slopes(H):
+    """Press et al. 2022: 2^(-8 (h+1) / H) for H a power of two; otherwise the n = 2^floor(log2 H)
+    slopes of n heads, then every other slope of 2n heads."""
+    n = 1 << (H.bit_length() - 1)
+    return [2.0 ** (-8.0 * (h + 1) / n) if h < n else 2.0 ** (-4.0 * (2 * (h - n) + 1) / n) for h in range(H)]
+
+
+def t5_bucket(n, bidirectional, buckets, max_distance):
+    """Raffel et al. 2020, with n = query position - key position. Python's math.log is the C
+    library's, as tapeformer's: a distance on a bucket boundary lands where it does there."""
+    bucket = 0
+    if bidirectional:
+        buckets //= 2
+        if n < 0:
+            bucket = buckets
+        n = abs(n)
+    else:
+        n = max(n, 0)
+    exact = buckets // 2
+    if n < exact:
+        return bucket + n
+    large = exact + int(math.log(n / exact) / math.log(max_distance / exact) * (buckets - exact))
+    return bucket + min(large, buckets - 1)
+
+
+def random_blocks(cfg, T):
+    """BigBird: (blocks, blocks) bool, query block qb sees key block kb among its random ones."""
+    bs, r = cfg.attention_block_size, cfg.attention_random_blocks
+    blocks = -(-T // bs)
+    table = torch.zeros(blocks, blocks, dtype=torch.bool)
+    for qb in range(blocks):
+        choices = qb + 1 if cfg.causal else blocks
+        for k in range(r):
+            table[qb, int(uniform_at(cfg.attention_random_seed, qb * r + k) * choices)] = True
+    return table
+
+
+class AttentionPattern:
+    """For sequences of T positions, what every layer's attention shares: which keys a query sees,
+    the ALiBi bias, T5's buckets, RoPE's angles. Built once per forward."""
+
+    def __init__(self, cfg, T, dtype):
+        i = torch.arange(T)[:, None]  # query position
+        j = torch.arange(T)[None, :]  # key position
+        self.visible = torch.ones(T, T, dtype=torch.bool)  # (T, T)
+        if cfg.causal:
+            self.visible &= j <= i
+        if cfg.attention_window > 0:
+            seen = (i - j).abs() < cfg.attention_window
+            g = cfg.attention_global_tokens
+            if g > 0:
+                seen |= (i < g) | (j < g)
+            if cfg.attention_random_blocks > 0:
+                bs = cfg.attention_block_size
+                seen |= random_blocks(cfg, T)[i // bs, j // bs]
+            self.visible &= seen
+        self.bias = None  # (H, T, T) added to the scaled scores
+        if cfg.position == "alibi":
+            slopes = torch.tensor(alibi_slopes(cfg.n_heads), dtype=dtype)
+            self.bias = -slopes[:, None, None] * (i - j).abs().to(dtype)
+        self.buckets = None  # (T, T) bucket of each (query, key)
+        if cfg.position == "t5":
+            table = [t5_bucket(n, not cfg.causal, cfg.relative_buckets, cfg.relative_max_distance)
+                     for n in range(-(T - 1), T)]
+            self.buckets = torch.tensor(table)[i - j + T - 1]
+        self.rope = None  # cos, sin (T, D/2)
+        if cfg.position == "rope":
+            f, magnitude = rope_frequencies(cfg.head_dim, cfg)
+            angle = torch.arange(T, dtype=torch.float64)[:, None] * f
+            self.rope = ((magnitude * torch.cos(angle)).to(dtype), (magnitude * torch.sin(angle)).to(dtype))
+
+
+def sinusoidal_table(T, C, dtype):
+    """Vaswani et al. 2017: PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(the same)."""
+    angle = torch.arange(T, dtype=torch.float64)[:, None] / 10000.0 ** (torch.arange(0, C, 2, dtype=torch.float64) / C)
+    pe = torch.zeros(T, C, dtype=torch.float64)  # (T, C)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : C // 2])
+    return pe.to(dtype)
+
+
+# ---- the layers ----------------------------------------------------------------------------------
+
+class Norm(nn.Module):
+    """Layer norm (weight, bias) or RMSNorm (weight only), per model.norm."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.kind, self.eps = cfg.norm, cfg.ln_eps
+        self.weight = nn.Parameter(torch.ones(cfg.d_model))
+        self.bias = nn.Parameter(torch.zeros(cfg.d_model)) if cfg.norm == "layer" else None
+
+    def forward(self, x):
+        if self.kind == "rms":
+            return x / torch.sqrt((x * x).mean(-1, keepdim=True) + self.eps) * self.weight
+        return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+
+
+def gelu(x, cfg):
+    return F.gelu(x, approximate="tanh" if cfg.gelu == "tanh" else "none")
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        H, G, D = cfg.n_heads, cfg.kv_heads, cfg.head_dim
+        self.qkv = nn.Linear(cfg.d_model, (H + 2 * G) * D, bias=cfg.bias)
+        self.proj = nn.Linear(H * D, cfg.d_model, bias=cfg.bias)
+        if cfg.position == "t5":
+            self.relative_bias = nn.Parameter(torch.zeros(H, cfg.relative_buckets))  # (H, nb)
+
+    def forward(self, x, pattern, key_padding):
+        cfg = self.cfg
+        B, T, _ = x.shape
+        H, G, D = cfg.n_heads, cfg.kv_heads, cfg.head_dim
+        q, k, v = self.qkv(x).split([H * D, G * D, G * D], dim=-1)  # (B, T, H D), (B, T, G D) x 2
+        q = q.reshape(B, T, H, D).transpose(1, 2)                     # (B, H, T, D)
+        k = k.reshape(B, T, G, D).transpose(1, 2)                     # (B, G, T, D)
+        v = v.reshape(B, T, G, D).transpose(1, 2)
+        if pattern.rope is not None:
+            q, k = rope(q, *pattern.rope), rope(k, *pattern.rope)
+        k = k.repeat_interleave(H // G, dim=1)  # query head h reads kv head h / (H / G)
+        v = v.repeat_interleave(H // G, dim=1)  # (B, H, T, D)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(D)  # (B, H, T, T)
+        if pattern.bias is not None:
+            scores = scores + pattern.bias
+        if pattern.buckets is not None:
+            scores = scores + self.relative_bias[:, pattern.buckets]  # (H, T, T)
+        visible = pattern.visible.expand(B, 1, T, T)
+        if key_padding is not None:
+            visible = visible & (key_padding != 0)[:, None, None, :]
+        probs = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+        probs = probs.masked_fill(~visible.any(-1, keepdim=True), 0.0)  # a row with no key: 0, not NaN
+        probs = F.dropout(probs, cfg.attn_dropout, self.training)
+        out = (probs @ v).transpose(1, 2).reshape(B, T, H * D)
+        return self.proj(out)  # (B, T, C)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        gated = cfg.feed_forward == "swiglu"
+        self.fc = nn.Linear(cfg.d_model, (2 if gated else 1) * cfg.ff_width, bias=cfg.bias)  # rows [gate | value]
+        self.proj = nn.Linear(cfg.ff_width, cfg.d_model, bias=cfg.bias)
+
+    def forward(self, x):
+        h = self.fc(x)  # (B, T, F) or (B, T, 2F)
+        if self.cfg.feed_forward == "swiglu":
+            gate, value = h.chunk(2, dim=-1)
+            return self.proj(F.silu(gate) * value)
+        return self.proj(gelu(h, self.cfg))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.pre_norm, self.p = cfg.pre_norm, cfg.dropout
+        self.ln_1 = Norm(cfg)
+        self.attn = Attention(cfg)
+        self.ln_2 = Norm(cfg)
+        self.mlp = FeedForward(cfg)
+
+    def forward(self, x, pattern, key_padding):
+        drop = lambda y: F.dropout(y, self.p, self.training)  # noqa: E731
+        if self.pre_norm:
+            h = x + drop(self.attn(self.ln_1(x), pattern, key_padding))
+            return h + drop(self.mlp(self.ln_2(h)))
+        h = self.ln_1(x + drop(self.attn(x, pattern, key_padding)))
+        return self.ln_2(h + drop(self.mlp(h)))
+
+
+class MlmHead(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.dense = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.bias)
+        self.norm = Norm(cfg)
+        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size)) if cfg.bias else None  # (V)
+
+    def forward(self, x, token_embedding):
+        logits = self.norm(gelu(self.dense(x), self.cfg)) @ token_embedding.T  # (B, T, V): tied decoder
+        return logits if self.bias is None else logits + self.bias
+
+
+class Model(nn.Module):
+    """GPT (model.arch gpt) or BERT (bert): forward(ids (B, T), key_padding (B, T) 1 real / 0 pad,
+    BERT only) -> logits (B, T, V). BERT's MLM head runs at every position (row-wise, so the rows
+    with a target are what tapeformer computes)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.token_embedding = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.position == "learned":
+            self.position_embedding = nn.Embedding(cfg.max_seq_len, cfg.d_model)
+        if cfg.arch == "bert":
+            self.embedding_norm = Norm(cfg)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        if cfg.arch == "gpt":
+            self.ln_f = Norm(cfg)
+            if not cfg.tie_embeddings:
+                self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        else:
+            self.mlm_head = MlmHead(cfg)
+
+    def forward(self, ids, key_padding=None):
+        cfg = self.cfg
+        T = ids.shape[1]
+        if T > cfg.max_seq_len:
+            raise ValueError(f"a sequence of {T} positions is longer than model.max_seq_len {cfg.max_seq_len}")
+        x = self.token_embedding(ids)  # (B, T, C)
+        if cfg.position == "learned":
+            x = x + self.position_embedding.weight[:T]
+        if cfg.position == "sinusoidal":
+            x = x + sinusoidal_table(T, cfg.d_model, x.dtype)
+        if cfg.arch == "bert":
+            x = self.embedding_norm(x)
+        x = F.dropout(x, cfg.dropout, self.training)
+        pattern = AttentionPattern(cfg, T, x.dtype)
+        for block in self.blocks:
+            x = block(x, pattern, key_padding if cfg.arch == "bert" else None)
+        if cfg.arch == "bert":
+            return self.mlm_head(x, self.token_embedding.weight)
+        x = self.ln_f(x)
+        return self.lm_head(x) if not cfg.tie_embeddings else x @ self.token_embedding.weight.T
