@@ -98,9 +98,11 @@ void execute(MatmulPrimitive& p, const float* a, const float* b, float* c, const
 }
 
 // Rows of C per block of the deterministic matmul: from the shape alone (never the thread count),
-// about 32 blocks in all so that 2-4 threads stay busy, in multiples of 16 (oneDNN's row tile).
+// in multiples of 16 (oneDNN's row tile), about 12 blocks in all: 12 shares evenly among 1, 2, 3, 4
+// and 6 threads, and each block packs B again, which more blocks pay for (config B, one thread:
+// 0.83 of the default speed with 32 blocks, 0.95 with 12; docs/performance.md).
 int64_t deterministic_block_rows(const MatmulDims& d) {
-  const int64_t rows = (d.batch * d.m + 31) / 32;
+  const int64_t rows = (d.batch * d.m + 11) / 12;
   return std::min(d.m, std::max<int64_t>(16, (rows + 15) / 16 * 16));
 }
 
