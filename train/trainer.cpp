@@ -254,10 +254,13 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
 
     const bool last = run.step == run.recipe.train.steps;
     double val_loss = -1;
+    EvalResult eval_now;  // this step's evaluation; NaN figures (written as null) when there is none
+    eval_now.loss = eval_now.perplexity = std::numeric_limits<double>::quiet_NaN();
     if (run.recipe.eval.interval > 0 && (run.step % run.recipe.eval.interval == 0 || last)) {
       profile::Scope scope("evaluation");
       const EvalResult e = validation.run(run);
       last_eval = e;
+      eval_now = e;
       val_loss = e.loss;
       summary.last_val_loss = e.loss;
       progress.report_eval(run.step, e);
@@ -266,6 +269,8 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     if (run.step % run.recipe.log.interval == 0 || last || val_loss >= 0) {
       metrics << "{\"step\": " << run.step << ", \"train_loss\": " << json_number(loss) << ", \"val_loss\": "
               << (val_loss >= 0 ? json_number(val_loss) : "null") << ", \"lr\": " << json_number(lr)
+              << ", \"val_perplexity\": " << json_number(eval_now.perplexity) << ", \"val_bits_per_char\": "
+              << json_number(eval_now.bits_per_char) << ", \"val_mlm_accuracy\": " << json_number(eval_now.mlm_accuracy)
               << ", \"grad_norm\": " << json_number(grad_norm) << ", \"tokens_per_s\": " << progress.tokens_per_second()
               << ", \"elapsed_s\": " << elapsed() << ", \"run\": \"" << run.run_id << "\"}\n";
       metrics.flush();

@@ -205,8 +205,9 @@ TEST_F(Trainer, RunFolderHoldsTheRecipeAndOneMetricsRecordPerLoggedStep) {
 
   const auto metrics = read_metrics(dir / "metrics.jsonl");
   ASSERT_EQ(metrics.size(), 10u);
-  const std::vector<std::string> keys = {"step",         "train_loss", "val_loss", "lr",
-                                         "grad_norm",    "tokens_per_s", "elapsed_s", "run"};
+  const std::vector<std::string> keys = {"step",           "train_loss",        "val_loss",         "val_perplexity",
+                                         "val_bits_per_char", "val_mlm_accuracy", "lr",            "grad_norm",
+                                         "tokens_per_s",   "elapsed_s",         "run"};
   double previous_elapsed = 0;
   for (size_t i = 0; i < metrics.size(); ++i) {
     SCOPED_TRACE("record " + std::to_string(i));
@@ -228,6 +229,14 @@ TEST_F(Trainer, RunFolderHoldsTheRecipeAndOneMetricsRecordPerLoggedStep) {
     // Validation at steps 5 and 10 only.
     const bool eval_step = (i + 1) % 5 == 0;
     EXPECT_EQ(metrics[i].at("val_loss") != "null", eval_step);
+    EXPECT_EQ(metrics[i].at("val_perplexity") != "null", eval_step);
+    EXPECT_EQ(metrics[i].at("val_bits_per_char") != "null", eval_step);  // a GPT on characters
+    EXPECT_EQ(metrics[i].at("val_mlm_accuracy"), "null");
+    if (eval_step) {
+      EXPECT_NEAR(number(metrics[i], "val_perplexity"), std::exp(number(metrics[i], "val_loss")), 1e-9);
+      // Characters: one token each, so bits per character is the loss in bits.
+      EXPECT_NEAR(number(metrics[i], "val_bits_per_char"), number(metrics[i], "val_loss") / std::log(2.0), 1e-9);
+    }
   }
   // Warmup: the rate rises linearly over the first 4 steps.
   EXPECT_LT(number(metrics[0], "lr"), number(metrics[1], "lr"));
