@@ -1,21 +1,17 @@
 // PNG attention maps with cairo; see heatmap.h.
 #include "inspect/heatmap.h"
 
-#include <cairo.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 
 #include "framework/error.h"
+#include "inspect/canvas.h"
 
 namespace tf::inspect {
 
 namespace {
-
-using Surface = std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)>;
-using Cairo = std::unique_ptr<cairo_t, decltype(&cairo_destroy)>;
 
 struct Rgb {
   double r, g, b;
@@ -62,28 +58,12 @@ void draw_map(cairo_t* cr, const std::vector<float>& cells, int64_t n, double x,
   cairo_restore(cr);
 }
 
-void text_at(cairo_t* cr, double x, double y, const std::string& text) {
-  cairo_move_to(cr, x, y);
-  cairo_show_text(cr, text.c_str());
-}
-
-double text_width(cairo_t* cr, const std::string& text) {
-  cairo_text_extents_t e;
-  cairo_text_extents(cr, text.c_str(), &e);
-  return e.x_advance;
-}
-
 // "h3", "L0": through snprintf, because GCC 12 at -O3 warns falsely (-Wrestrict, its bug 105651)
 // on "h" + std::to_string(h).
 std::string numbered(char prefix, int64_t n) {
   char text[24];
   std::snprintf(text, sizeof text, "%c%lld", prefix, static_cast<long long>(n));
   return text;
-}
-
-void use_font(cairo_t* cr, double size) {
-  cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, size);
 }
 
 // A vertical bar from 0 (bottom) to 1 (top) with its two end labels.
@@ -101,28 +81,6 @@ void draw_colour_bar(cairo_t* cr, double x, double y, double height) {
   use_font(cr, 10);
   text_at(cr, x + 16, y + 9, "1");
   text_at(cr, x + 16, y + height, "0");
-}
-
-// A white picture with its title in the top left corner.
-struct Canvas {
-  Surface surface;
-  Cairo cr;
-  Canvas(int width, int height, const std::string& title)
-      : surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height), cairo_surface_destroy),
-        cr(cairo_create(surface.get()), cairo_destroy) {
-    cairo_set_source_rgb(cr.get(), 1, 1, 1);
-    cairo_paint(cr.get());
-    cairo_set_source_rgb(cr.get(), 0, 0, 0);
-    use_font(cr.get(), 13);
-    text_at(cr.get(), 10, 18, title);
-  }
-};
-
-PictureSize save(cairo_surface_t* surface, const std::filesystem::path& file) {
-  const cairo_status_t status = cairo_surface_write_to_png(surface, file.c_str());
-  TF_CHECK_INPUT(status == CAIRO_STATUS_SUCCESS, file.string(), ": cannot write the picture (",
-                 cairo_status_to_string(status), ")");
-  return {cairo_image_surface_get_width(surface), cairo_image_surface_get_height(surface)};
 }
 
 }  // namespace
@@ -184,7 +142,7 @@ PictureSize write_attention_png(const std::filesystem::path& file, const float* 
     }
   }
   draw_colour_bar(cr, left + side + 10, top, std::min(side, 200.0));
-  return save(canvas.surface.get(), file);
+  return save_png(canvas.surface.get(), file);
 }
 
 PictureSize write_overview_png(const std::filesystem::path& file, const AttentionMaps& maps, const std::string& title) {
@@ -211,7 +169,7 @@ PictureSize write_overview_png(const std::filesystem::path& file, const Attentio
                left + h * (tile + gap), y, tile / static_cast<double>(n));
   }
   draw_colour_bar(cr, left + heads * (tile + gap) + 4, top, std::min(tile, 200.0));
-  return save(canvas.surface.get(), file);
+  return save_png(canvas.surface.get(), file);
 }
 
 }  // namespace tf::inspect

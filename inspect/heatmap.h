@@ -7,12 +7,9 @@
 #include <vector>
 
 #include "inspect/attention_maps.h"
+#include "inspect/canvas.h"
 
 namespace tf::inspect {
-
-struct PictureSize {
-  int width = 0, height = 0;
-};
 
 // Pixels per map cell for `tokens` tokens: 16 for short texts, fewer as they grow, at least 1; past
 // kMaxMapPixels tokens neighbouring rows and columns are averaged into one cell (map_cells).

@@ -1,0 +1,91 @@
+// metrics.jsonl reader; see metrics_log.h.
+#include "train/metrics_log.h"
+
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "framework/error.h"
+
+namespace tf::train {
+
+namespace {
+
+// A scanner over one line: { "key": value, ... } with values a number, null or a string without
+// escapes (what the trainer writes).
+struct LineScanner {
+  const std::string& line;
+  size_t at = 0;
+  void skip_spaces() {
+    while (at < line.size() && std::isspace(static_cast<unsigned char>(line[at]))) ++at;
+  }
+  bool take(char c) {
+    skip_spaces();
+    if (at < line.size() && line[at] == c) return ++at, true;
+    return false;
+  }
+  bool string(std::string& out) {
+    if (!take('"')) return false;
+    const size_t close = line.find('"', at);
+    if (close == std::string::npos) return false;
+    out = line.substr(at, close - at);
+    at = close + 1;
+    return true;
+  }
+};
+
+bool parse_record(const std::string& line, MetricsRecord& record) {
+  LineScanner s{line};
+  if (!s.take('{')) return false;
+  if (s.take('}')) return true;
+  do {
+    std::string key;
+    if (!s.string(key) || !s.take(':')) return false;
+    s.skip_spaces();
+    if (line.compare(s.at, 4, "null") == 0) {
+      record.numbers[key] = std::numeric_limits<double>::quiet_NaN();
+      s.at += 4;
+    } else if (s.at < line.size() && line[s.at] == '"') {
+      if (!s.string(record.texts[key])) return false;
+    } else {
+      double value = 0;
+      const auto [end, ec] = std::from_chars(line.data() + s.at, line.data() + line.size(), value);
+      if (ec != std::errc()) return false;
+      record.numbers[key] = value;
+      s.at = end - line.data();
+    }
+  } while (s.take(','));
+  if (!s.take('}')) return false;
+  s.skip_spaces();
+  return s.at == line.size();
+}
+
+}  // namespace
+
+double MetricsRecord::number(const std::string& key) const {
+  const auto it = numbers.find(key);
+  return it == numbers.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
+}
+
+std::vector<MetricsRecord> read_metrics_log(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  TF_CHECK_INPUT(in, file.string(), ": cannot read the metrics log (does the run folder hold a run?)");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  std::vector<MetricsRecord> records;
+  size_t start = 0, line_number = 1;
+  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1, ++line_number) {
+    const std::string line = text.substr(start, end - start);
+    MetricsRecord record;
+    TF_CHECK_INPUT(parse_record(line, record), file.string(), ":", line_number,
+                   ": not a metrics record (one JSON object of numbers, nulls and strings per line): '",
+                   line.substr(0, 80), "'");
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+}  // namespace tf::train

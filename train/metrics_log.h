@@ -1,0 +1,21 @@
+// Reading a run's metrics.jsonl (written by the trainer; its fields: docs/recipes.md, "Run folder").
+// Each complete line is one flat JSON object of numbers, nulls and strings; a last line without its
+// newline (a process killed mid-write) is not a record yet.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tf::train {
+
+struct MetricsRecord {
+  std::map<std::string, double> numbers;     // null is NaN
+  std::map<std::string, std::string> texts;  // string fields ("run")
+  double number(const std::string& key) const;  // NaN when absent or null
+};
+
+// Throws InputError naming the file and line for a line that is not such an object.
+std::vector<MetricsRecord> read_metrics_log(const std::filesystem::path& file);
+
+}  // namespace tf::train
