@@ -1,6 +1,8 @@
 // `tapeformer train RECIPE`: train a model from a YAML recipe (see docs/recipes.md).
 #include <filesystem>
+#include <iostream>
 
+#include "inspect/report.h"
 #include "tools/commands.h"
 #include "train/recipe.h"
 #include "train/trainer.h"
@@ -70,7 +72,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
     options.program = program_as_typed(cmd->get_parent()->get_name());
     if (resume_opt->count() > 0) options.resume = resume;
     if (!init_from.empty()) options.init_from = init_from;
-    train::train(recipe, options);
+    const train::TrainSummary summary = train::train(recipe, options);
+    if (recipe.log.report && !dry_run && !summary.last_checkpoint.empty())
+      std::cout << "report: " << inspect::write_run_report(recipe.checkpoint.dir).string() << "\n";
     exit_code = 0;
   });
 }

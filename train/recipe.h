@@ -64,6 +64,7 @@ struct CheckpointConfig {
 
 struct LogConfig {
   int64_t interval = 10;    // steps between progress lines / metrics records
+  bool report = false;      // write report.html into the run folder after training (tools/train.cpp)
 };
 
 struct SampleConfig {

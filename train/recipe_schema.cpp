@@ -191,6 +191,7 @@ std::vector<Field> make_fields() {
       integer("checkpoint.keep", "checkpoints kept in the run folder", REF(checkpoint.keep), 1, 1000),
 
       integer("log.interval", "steps between progress updates and metrics records", REF(log.interval), 1),
+      boolean("log.report", "after training, write report.html into the run folder (tapeformer report)", REF(log.report)),
 
       integer("sample.tokens", "GPT: tokens sampled after training; 0 disables (BERT: always 0)", REF(sample.tokens), 0, 1 << 20),
       text("sample.prompt", "GPT: text the sample continues", REF(sample.prompt)),

@@ -112,6 +112,16 @@ Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, 
   return run;
 }
 
+SampleOptions recipe_sample_options(const Recipe& recipe) {
+  SampleOptions so;
+  so.tokens = recipe.sample.tokens;
+  so.temperature = recipe.sample.temperature;
+  so.top_k = recipe.sample.top_k;
+  so.top_p = recipe.sample.top_p;
+  so.seed = static_cast<uint64_t>(recipe.train.seed);
+  return so;
+}
+
 std::vector<int32_t> tokenize(const Run& run, const std::string& text) {
   return data::tokenize_cached(text, *run.tokenizer, run.recipe.data.cache_dir).ids;
 }

@@ -16,6 +16,7 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "train/recipe.h"
+#include "train/sample.h"
 
 namespace tf::train {
 
@@ -73,5 +74,8 @@ Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, 
 
 // Token ids of `text` under the run's tokenizer, through the on-disk cache.
 std::vector<int32_t> tokenize(const Run& run, const std::string& text);
+
+// The sample a run prints after training: the recipe's sample.* keys, seeded by train.seed.
+SampleOptions recipe_sample_options(const Recipe& recipe);
 
 }  // namespace tf::train

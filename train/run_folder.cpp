@@ -47,7 +47,8 @@ RunFolderContents run_folder_contents(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     const bool recipe = name.rfind("recipe", 0) == 0 && name.ends_with(".yaml");
-    if (name == "metrics.jsonl" || recipe) c.other_files.push_back(entry.path());
+    const bool derived = name == "report.html" || name == "curves.png";  // tapeformer report, plot
+    if (name == "metrics.jsonl" || recipe || derived) c.other_files.push_back(entry.path());
   }
   std::sort(c.other_files.begin(), c.other_files.end());
   return c;

@@ -298,12 +298,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   if (!summary.interrupted && options.sample_at_end && run.recipe.sample.tokens > 0 &&
       run.recipe.model.arch == layers::Architecture::gpt) {
     const auto& gpt = dynamic_cast<const layers::Gpt&>(*run.model);
-    SampleOptions so;
-    so.tokens = run.recipe.sample.tokens;
-    so.temperature = run.recipe.sample.temperature;
-    so.top_k = run.recipe.sample.top_k;
-    so.top_p = run.recipe.sample.top_p;
-    so.seed = static_cast<uint64_t>(run.recipe.train.seed);
+    const SampleOptions so = recipe_sample_options(run.recipe);
     out << "\nsample (" << so.tokens << " tokens, temperature " << so.temperature << "):\n"
         << run.recipe.sample.prompt;
     std::vector<int32_t> generated;

@@ -216,7 +216,7 @@ TEST(Sample, KvCacheDrawsTheSameTokensAsTheFullRecompute) {
   for (const DType dtype : {DType::f32, DType::f64})
     for (const auto position : {PositionEncoding::none, PositionEncoding::sinusoidal, PositionEncoding::learned,
                                 PositionEncoding::rope, PositionEncoding::alibi})
-      for (const auto [kv_heads, window] : {std::pair<int64_t, int64_t>{0, 0}, {1, 0}, {1, 3}}) {
+      for (const auto& [kv_heads, window] : {std::pair<int64_t, int64_t>{0, 0}, {1, 0}, {1, 3}}) {
         const layers::Gpt model = small_gpt(8, dtype, position, kv_heads, window);
         for (const auto& prompt : {short_prompt, long_prompt})
           for (SampleOptions o : options) {

@@ -1,0 +1,162 @@
+// report.html; see report.h.
+#include "inspect/report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "framework/error.h"
+#include "inspect/attention_maps.h"
+#include "inspect/heatmap.h"
+#include "inspect/training_curves.h"
+#include "layers/models/gpt.h"
+#include "train/checkpoint.h"
+#include "train/metrics_log.h"
+#include "train/run_folder.h"
+
+namespace tf::inspect {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kAttentionTokens = 64;  // the most tokens a map shows with readable labels
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string read_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The picture as an <img> whose source is the PNG itself; the file is removed afterwards, so the
+// report is the one file to keep.
+std::string embedded_png(const fs::path& file, const std::string& alt) {
+  const std::string bytes = read_bytes(file);
+  fs::remove(file);
+  return "<img alt=\"" + html_escape(alt) + "\" src=\"data:image/png;base64," + base64(bytes) + "\">";
+}
+
+std::string figure(double v, const char* format) {
+  if (!std::isfinite(v)) return "&ndash;";
+  char text[32];
+  std::snprintf(text, sizeof text, format, v);
+  return text;
+}
+
+}  // namespace
+
+std::string base64(std::string_view bytes) {
+  static const char* const kDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t group = 0;
+    for (size_t k = 0; k < 3; ++k) group = group << 8 | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
+    for (size_t k = 0; k < 4; ++k) out += k <= n ? kDigits[(group >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
+}
+
+fs::path write_run_report(const fs::path& run_dir, const fs::path& out_file) {
+  const fs::path checkpoint = train::checkpoint_argument(run_dir.string());
+  const train::LoadedRun loaded = train::load_checkpoint(checkpoint);
+  const train::Run& run = loaded.run;
+  const train::Recipe& r = run.recipe;
+  const bool gpt = r.model.arch == layers::Architecture::gpt;
+  const fs::path out = out_file.empty() ? run_dir / "report.html" : out_file;
+  const fs::path scratch = out.parent_path().empty() ? fs::path("report-picture.png") : out.parent_path() / "report-picture.png";
+
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tapeformer run "
+       << html_escape(run.run_id) << "</title>\n<style>body{font-family:sans-serif;max-width:980px;margin:2em auto;"
+       << "color:#222}pre{background:#f6f6f6;padding:.8em;overflow-x:auto}table{border-collapse:collapse}"
+       << "td,th{padding:.2em .7em;border-bottom:1px solid #ddd;text-align:right}img{max-width:100%}</style></head>\n<body>\n"
+       << "<h1>" << (gpt ? "GPT" : "BERT") << " run " << html_escape(run.run_id) << "</h1>\n<p>Checkpoint <code>"
+       << html_escape(checkpoint.string()) << "</code>: step " << run.step << " of " << r.train.steps << ", "
+       << run.tokens_seen << " tokens seen, " << figure(run.elapsed_seconds, "%.0f") << " s of training; "
+       << layers::count_parameters(run.params) << " parameters, vocabulary " << run.tokenizer->vocab_size() << " ("
+       << html_escape(std::string(run.tokenizer->kind())) << ").</p>\n";
+
+  // Curves and the last evaluation, from the metrics log.
+  const std::vector<train::MetricsRecord> metrics = train::read_metrics_log(run_dir / "metrics.jsonl");
+  html << "<h2>Training curves</h2>\n";
+  if (!metrics.empty()) {
+    write_training_curves(scratch, {run_dir});
+    html << embedded_png(scratch, "training curves") << "\n";
+  }
+  const train::MetricsRecord* last_eval = nullptr;
+  for (const train::MetricsRecord& m : metrics)
+    if (std::isfinite(m.number("val_loss"))) last_eval = &m;
+  html << "<h2>Last evaluation</h2>\n";
+  if (last_eval) {
+    html << "<table><tr><th>step</th><th>validation loss</th><th>perplexity</th><th>"
+         << (gpt ? "bits per character" : "masked-token accuracy") << "</th></tr><tr><td>"
+         << figure(last_eval->number("step"), "%.0f") << "</td><td>" << figure(last_eval->number("val_loss"), "%.4f")
+         << "</td><td>" << figure(last_eval->number("val_perplexity"), "%.2f") << "</td><td>"
+         << figure(last_eval->number(gpt ? "val_bits_per_char" : "val_mlm_accuracy"), "%.4f") << "</td></tr></table>\n";
+  } else {
+    html << "<p>No evaluation was logged (eval.interval: 0).</p>\n";
+  }
+
+  // A sample, as the run printed it.
+  std::string sampled;
+  if (gpt && r.sample.tokens > 0) {
+    std::vector<int32_t> generated;
+    train::sample(dynamic_cast<const layers::Gpt&>(*run.model), run.tokenizer->encode(r.sample.prompt),
+                  train::recipe_sample_options(r), [&](int32_t id) { generated.push_back(id); });
+    sampled = r.sample.prompt + run.tokenizer->decode(generated);
+    html << "<h2>Sample</h2>\n<p>" << r.sample.tokens << " tokens after the prompt, temperature " << r.sample.temperature
+         << ", seed " << r.train.seed << ":</p>\n<pre>" << html_escape(sampled) << "</pre>\n";
+  }
+
+  // Attention over the start of the validation text (or the sample, when the data is not here).
+  std::string text;
+  try {
+    text = train::load_corpus(r.data).val;
+  } catch (const InputError&) {
+    text = sampled;
+  }
+  if (!text.empty()) {
+    bool truncated = false;
+    const AttentionMaps maps = capture_attention(
+        *run.model, *run.tokenizer,
+        inspection_ids(*run.model, *run.tokenizer, text, std::min(kAttentionTokens, r.model.max_seq_len), &truncated));
+    write_overview_png(scratch, maps, "attention of every layer (rows) and head (columns)");
+    html << "<h2>Attention</h2>\n<p>Over the first " << maps.ids.size() << " tokens of the "
+         << (text == sampled ? "sample" : "validation text") << "; rows are queries, columns keys "
+         << "(<code>tapeformer inspect</code> draws each head with its tokens).</p>\n"
+         << embedded_png(scratch, "attention overview") << "\n<table><tr><th>layer</th><th>head</th>"
+         << "<th>entropy (bits)</th><th>mean distance</th><th>previous token</th><th>first token</th><th>self</th></tr>\n";
+    for (const HeadStats& s : head_stats(maps))
+      html << "<tr><td>" << s.layer << "</td><td>" << s.head << "</td><td>" << figure(s.entropy_bits, "%.3f") << "</td><td>"
+           << figure(s.mean_distance, "%.2f") << "</td><td>" << figure(s.previous_token, "%.3f") << "</td><td>"
+           << figure(s.first_token, "%.3f") << "</td><td>" << figure(s.self, "%.3f") << "</td></tr>\n";
+    html << "</table>\n";
+  }
+  html << "<h2>Recipe</h2>\n<pre>" << html_escape(r.to_yaml()) << "</pre>\n</body></html>\n";
+
+  std::ofstream file(out, std::ios::binary);
+  TF_CHECK_INPUT(file, out.string(), ": cannot open for writing");
+  file << html.str();
+  TF_CHECK_INPUT(file.flush(), out.string(), ": write failed");
+  return out;
+}
+
+}  // namespace tf::inspect

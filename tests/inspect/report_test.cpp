@@ -1,0 +1,135 @@
+// report.html: base64 against RFC 4648's test vectors; the report of a GPT run (written by `train`
+// with log.report) and of a BERT run (`tapeformer report`) holds its sections, embeds pictures that
+// decode, refers to nothing outside itself, and leaves no scratch files.
+#include "inspect/report.h"
+
+#include <cairo.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <regex>
+
+#include "train/run_fixture.h"
+
+namespace tf::inspect {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Base64, Rfc4648TestVectors) {  // RFC 4648, section 10
+  EXPECT_EQ(base64(""), "");
+  EXPECT_EQ(base64("f"), "Zg==");
+  EXPECT_EQ(base64("fo"), "Zm8=");
+  EXPECT_EQ(base64("foo"), "Zm9v");
+  EXPECT_EQ(base64("foob"), "Zm9vYg==");
+  EXPECT_EQ(base64("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64(std::string("\xff\x00\x80", 3)), "/wCA");
+}
+
+// Decodes base64 (written here independently of the encoder) and reads the bytes as a PNG: true
+// when cairo's PNG reader accepts them and the picture has a size.
+bool decodes_as_png(const std::string& text) {
+  std::string bytes;
+  uint32_t group = 0;
+  int bits = 0;
+  for (char c : text) {
+    const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char* at = std::strchr(digits, c);
+    if (c == '=' || !at) break;
+    group = group << 6 | static_cast<uint32_t>(at - digits);
+    bits += 6;
+    if (bits >= 8) bytes += static_cast<char>((group >> (bits -= 8)) & 0xff);
+  }
+  struct Reader {
+    const std::string* bytes;
+    size_t at = 0;
+  } reader{&bytes};
+  cairo_surface_t* image = cairo_image_surface_create_from_png_stream(
+      [](void* closure, unsigned char* data, unsigned int length) {
+        auto* r = static_cast<Reader*>(closure);
+        if (r->at + length > r->bytes->size()) return CAIRO_STATUS_READ_ERROR;
+        std::memcpy(data, r->bytes->data() + r->at, length);
+        r->at += length;
+        return CAIRO_STATUS_SUCCESS;
+      },
+      &reader);
+  const bool ok = cairo_surface_status(image) == CAIRO_STATUS_SUCCESS && cairo_image_surface_get_width(image) > 100;
+  cairo_surface_destroy(image);
+  return ok;
+}
+
+class Report : public ::testing::Test {
+ protected:
+  tf::testing::CommandOutcome run(const std::vector<std::string>& args) const {
+    return tf::testing::run_command(args, tmp_.path());
+  }
+  fs::path train_run(const std::string& recipe, const std::vector<std::string>& sets) {
+    tf::testing::write_file(tmp_.path() / "text.txt", tf::testing::english_text(6000));
+    const fs::path dir = tmp_.path() / recipe;
+    std::vector<std::string> all = {"train.steps=6", "eval.interval=3", "eval.batches=1"};
+    all.insert(all.end(), sets.begin(), sets.end());
+    const auto o = run(tf::testing::train_args(recipe, tmp_.path() / "text.txt", dir, tmp_.path() / "cache", all));
+    EXPECT_EQ(o.code, 0) << o.err;
+    return dir;
+  }
+  // The report's pictures: each data: URI's payload. (Found with find, not std::regex, whose matcher
+  // recurses per character and overflows the stack on a picture's 50 kB of base64.)
+  static std::vector<std::string> pictures(const std::string& html) {
+    std::vector<std::string> out;
+    const std::string prefix = "src=\"data:image/png;base64,";
+    for (size_t at = html.find(prefix); at != std::string::npos; at = html.find(prefix, at)) {
+      at += prefix.size();
+      const size_t end = html.find('"', at);
+      out.push_back(html.substr(at, end - at));
+    }
+    return out;
+  }
+  static void expect_self_contained(const std::string& html) {
+    EXPECT_EQ(html.find("http:"), std::string::npos);
+    EXPECT_EQ(html.find("https:"), std::string::npos);
+    EXPECT_EQ(html.find("<script"), std::string::npos);
+    size_t references = 0;
+    for (const std::string attribute : {"src=\"", "href=\""})
+      for (size_t at = html.find(attribute); at != std::string::npos; at = html.find(attribute, at + 1), ++references)
+        EXPECT_EQ(html.compare(at + attribute.size(), 5, "data:"), 0) << "a reference outside the file";
+    EXPECT_GE(references, 1u);
+  }
+  tf::testing::RunTempDir tmp_;
+};
+
+TEST_F(Report, TrainingWritesAGptRunsReport) {
+  const fs::path dir = train_run("tiny_gpt", {"log.report=true", "sample.tokens=20"});
+  const std::string html = tf::testing::read_file(dir / "report.html");
+  for (const char* section : {"<h2>Training curves</h2>", "<h2>Last evaluation</h2>", "bits per character",
+                              "<h2>Sample</h2>", "<h2>Attention</h2>", "<h2>Recipe</h2>", "d_model: 32"})
+    EXPECT_NE(html.find(section), std::string::npos) << section;
+  const std::vector<std::string> images = pictures(html);
+  ASSERT_EQ(images.size(), 2u);  // curves, attention overview
+  for (const std::string& image : images) EXPECT_TRUE(decodes_as_png(image));
+  // One row per head: 2 layers x 2 heads of tiny_gpt.
+  const std::regex head_row("<tr><td>\\d+</td><td>\\d+</td>");
+  EXPECT_EQ(std::distance(std::sregex_iterator(html.begin(), html.end(), head_row), std::sregex_iterator()), 4);
+  expect_self_contained(html);
+  EXPECT_FALSE(fs::exists(dir / "report-picture.png"));
+}
+
+TEST_F(Report, TheReportCommandWritesABertRunsReport) {
+  const fs::path dir = train_run("tiny_bert", {});
+  EXPECT_FALSE(fs::exists(dir / "report.html"));  // log.report is off by default
+  const fs::path out = tmp_.path() / "bert.html";
+  const auto o = run({"report", dir.string(), "--out", out.string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string html = tf::testing::read_file(out);
+  EXPECT_NE(html.find("masked-token accuracy"), std::string::npos);
+  EXPECT_EQ(html.find("<h2>Sample</h2>"), std::string::npos);  // a BERT does not generate
+  EXPECT_NE(html.find("<h2>Attention</h2>"), std::string::npos);
+  for (const std::string& image : pictures(html)) EXPECT_TRUE(decodes_as_png(image));
+  expect_self_contained(html);
+  // A folder without a run is refused.
+  fs::create_directories(tmp_.path() / "nothing");
+  EXPECT_EQ(run({"report", (tmp_.path() / "nothing").string()}).code, 2);
+}
+
+}  // namespace
+}  // namespace tf::inspect

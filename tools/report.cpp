@@ -1,0 +1,23 @@
+// `tapeformer report RUN_DIR [--out FILE]`: the run's report.html (inspect/report.h): recipe, curves,
+// last evaluation, sample, attention and head table, in one self-contained file.
+#include <cstdio>
+
+#include "inspect/report.h"
+#include "tools/commands.h"
+#include "train/threads.h"
+
+namespace tf::tools {
+
+void add_report_command(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("report", "Write a run's report.html: recipe, curves, evaluation, sample, attention");
+  static std::string run_dir, out;
+  cmd->add_option("run", run_dir, "Run folder (its newest checkpoint and metrics.jsonl)")->required();
+  cmd->add_option("--out", out, "The HTML file to write (default: report.html in the run folder)");
+  cmd->callback([&exit_code] {
+    train::configure_threads(0);
+    std::printf("%s\n", inspect::write_run_report(run_dir, out).c_str());
+    exit_code = 0;
+  });
+}
+
+}  // namespace tf::tools
