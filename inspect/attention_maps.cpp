@@ -88,7 +88,45 @@ std::vector<HeadStats> head_stats(const AttentionMaps& maps) {
   return out;
 }
 
-std::string visible_token(const std::string& token) {
+namespace {
+
+// The length of the well-formed UTF-8 character at s[i] (Unicode 15, table 3-7), or 0.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto byte = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  const unsigned b0 = byte(0);
+  auto continuation = [&](size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) { return byte(k) >= lo && byte(k) <= hi; };
+  if (b0 < 0x80) return 1;
+  if (b0 >= 0xC2 && b0 <= 0xDF) return continuation(1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    const unsigned lo = b0 == 0xE0 ? 0xA0 : 0x80, hi = b0 == 0xED ? 0x9F : 0xBF;
+    return continuation(1, lo, hi) && continuation(2) ? 3 : 0;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    const unsigned lo = b0 == 0xF0 ? 0x90 : 0x80, hi = b0 == 0xF4 ? 0x8F : 0xBF;
+    return continuation(1, lo, hi) && continuation(2) && continuation(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string utf8_or_escaped(const std::string& token) {
+  std::string out;
+  for (size_t i = 0; i < token.size();) {
+    if (const size_t n = utf8_length(token, i)) {
+      out.append(token, i, n);
+      i += n;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned char>(token[i++]));
+      out += hex;
+    }
+  }
+  return out;
+}
+
+std::string visible_token(const std::string& raw) {
+  const std::string token = utf8_or_escaped(raw);
   std::string out;
   for (unsigned char c : token) {
     if (c == ' ')

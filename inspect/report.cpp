@@ -123,7 +123,7 @@ fs::path write_run_report(const fs::path& run_dir, const fs::path& out_file) {
                   train::recipe_sample_options(r), [&](int32_t id) { generated.push_back(id); });
     sampled = r.sample.prompt + run.tokenizer->decode(generated);
     html << "<h2>Sample</h2>\n<p>" << r.sample.tokens << " tokens after the prompt, temperature " << r.sample.temperature
-         << ", seed " << r.train.seed << ":</p>\n<pre>" << html_escape(sampled) << "</pre>\n";
+         << ", seed " << r.train.seed << ":</p>\n<pre>" << html_escape(utf8_or_escaped(sampled)) << "</pre>\n";
   }
 
   // Attention over the start of the validation text (or the sample, when the data is not here).

@@ -44,7 +44,8 @@ void write_heads_json(const std::filesystem::path& file, const std::string& chec
   TF_CHECK_INPUT(out, file.string(), ": cannot open for writing");
   out << "{\"checkpoint\": " << json_string(checkpoint) << ", \"causal\": " << (maps.causal ? "true" : "false")
       << ", \"tokens\": [";
-  for (size_t t = 0; t < maps.tokens.size(); ++t) out << (t ? ", " : "") << json_string(maps.tokens[t]);
+  for (size_t t = 0; t < maps.tokens.size(); ++t)
+    out << (t ? ", " : "") << json_string(inspect::utf8_or_escaped(maps.tokens[t]));
   out << "],\n \"ids\": [";
   for (size_t t = 0; t < maps.ids.size(); ++t) out << (t ? ", " : "") << maps.ids[t];
   out << "],\n \"picture_width\": " << size.width << ", \"picture_height\": " << size.height << ",\n \"heads\": [\n";

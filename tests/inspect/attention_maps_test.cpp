@@ -57,6 +57,18 @@ TEST(VisibleToken, SpacesNewlinesAndControlBytesAreShown) {
   EXPECT_EQ(visible_token("\xc3\xa9"), "\xc3\xa9");  // UTF-8 passes through
 }
 
+// A byte-level BPE token can hold part of a character: its stray bytes become the text \xNN, so the
+// labels (cairo) and heads.json (JSON) are valid UTF-8.
+TEST(VisibleToken, BytesThatAreNotWholeCharactersAreEscaped) {
+  EXPECT_EQ(utf8_or_escaped("\xc3"), "\\xC3");                          // a lead byte alone
+  EXPECT_EQ(utf8_or_escaped("\xa9x"), "\\xA9x");                        // a continuation byte alone
+  EXPECT_EQ(utf8_or_escaped("a\xc3\xa9" "b"), "a\xc3\xa9" "b");        // a whole character
+  EXPECT_EQ(utf8_or_escaped("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");  // four bytes
+  EXPECT_EQ(utf8_or_escaped("\xed\xa0\x80"), "\\xED\\xA0\\x80");     // a surrogate is not a character
+  EXPECT_EQ(utf8_or_escaped("\xc0\xaf"), "\\xC0\\xAF");                // an overlong form neither
+  EXPECT_EQ(visible_token("\xe2\x80"), "\\xE2\\x80");                  // a cut three-byte character
+}
+
 layers::ModelConfig small_config(layers::Architecture arch) {
   layers::ModelConfig c;
   c.arch = arch;
