@@ -177,5 +177,54 @@ TEST(CaptureAttention, EveryRowSumsToOneAndCausalMapsHaveZerosAboveTheDiagonal) 
   }
 }
 
+// Every position scheme and attention variant gives maps: rows of probabilities, zero where the
+// variant masks (after the query for a GPT; outside a sliding window of w: p - w < j < p + w).
+TEST(CaptureAttention, EveryPositionSchemeAndVariantGivesMapsThatRespectTheirMasks) {
+  const data::CharTokenizer tokenizer = data::CharTokenizer::train("abcdefghij", {"[PAD]", "[MASK]", "[CLS]", "[SEP]"});
+  struct Variant {
+    const char* name;
+    layers::PositionEncoding position;
+    int64_t window, kv_heads;
+  };
+  const Variant variants[] = {{"rope", layers::PositionEncoding::rope, 0, 0},
+                              {"alibi window 3", layers::PositionEncoding::alibi, 3, 0},
+                              {"t5", layers::PositionEncoding::t5, 0, 0},
+                              {"sinusoidal, one kv head", layers::PositionEncoding::sinusoidal, 0, 1},
+                              {"none, window 4", layers::PositionEncoding::none, 4, 0}};
+  for (const auto arch : {layers::Architecture::gpt, layers::Architecture::bert})
+    for (const Variant& v : variants) {
+      SCOPED_TRACE(std::string(v.name) + (arch == layers::Architecture::gpt ? ", GPT" : ", BERT"));
+      layers::ModelConfig c = small_config(arch);
+      c.vocab_size = tokenizer.vocab_size();
+      c.position = v.position;
+      c.attention.window = v.window;
+      c.n_kv_heads = v.kv_heads;
+      if (v.position == layers::PositionEncoding::t5) c.relative_buckets = 8, c.relative_max_distance = 16;
+      layers::Init init{Rng(9), DType::f32};
+      const auto model = layers::build_model(c, init);
+      bool truncated = false;
+      const AttentionMaps maps =
+          capture_attention(*model, tokenizer, inspection_ids(*model, tokenizer, "abcdefghij", 16, &truncated));
+      ASSERT_EQ(maps.layers.size(), 2u);
+      const int64_t T = static_cast<int64_t>(maps.ids.size());
+      for (const Tensor& layer : maps.layers) {
+        ASSERT_EQ(layer.dim(0), c.n_heads);  // a map per query head, grouped-query or not
+        for (int64_t h = 0; h < c.n_heads; ++h)
+          for (int64_t i = 0; i < T; ++i) {
+            double sum = 0;
+            for (int64_t j = 0; j < T; ++j) {
+              const float p = layer.data<float>()[(h * T + i) * T + j];
+              sum += p;
+              const bool masked = (c.causal && j > i) || (v.window > 0 && (i - j >= v.window || j - i >= v.window));
+              if (masked) {
+                EXPECT_EQ(p, 0.0f) << "query " << i << ", key " << j;
+              }
+            }
+            EXPECT_NEAR(sum, 1.0, 1e-5);
+          }
+      }
+    }
+}
+
 }  // namespace
 }  // namespace tf::inspect
