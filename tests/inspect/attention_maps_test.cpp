@@ -141,6 +141,31 @@ TEST(CaptureAttention, LayerZeroOfAGptEqualsAttentionComputedByHand) {
   EXPECT_GT(*std::max_element(layer0.data<float>(), layer0.data<float>() + layer0.numel()), 0.6f);
 }
 
+// Every row of every head is a distribution, exactly zero where the model masks: after the query
+// when causal, outside a sliding window of w (p - w < j < p + w) when w > 0. Returns the weight
+// above the diagonal (a BERT's look ahead).
+double expect_distributions(const AttentionMaps& maps, int64_t heads, bool causal, int64_t window) {
+  const int64_t T = static_cast<int64_t>(maps.ids.size());
+  double above = 0;
+  for (const Tensor& layer : maps.layers) {
+    EXPECT_EQ(layer.dim(0), heads);  // a map per query head, grouped-query or not
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < T; ++i) {
+        double sum = 0;
+        for (int64_t j = 0; j < T; ++j) {
+          const float p = layer.data<float>()[(h * T + i) * T + j];
+          sum += p;
+          if (j > i) above += p;
+          if ((causal && j > i) || (window > 0 && (i - j >= window || j - i >= window))) {
+            EXPECT_EQ(p, 0.0f) << "query " << i << ", key " << j;
+          }
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+  }
+  return above;
+}
+
 TEST(CaptureAttention, EveryRowSumsToOneAndCausalMapsHaveZerosAboveTheDiagonal) {
   const data::CharTokenizer tokenizer = data::CharTokenizer::train("abcdefghij", {"[PAD]", "[MASK]", "[CLS]", "[SEP]"});
   for (const auto arch : {layers::Architecture::gpt, layers::Architecture::bert}) {
@@ -154,31 +179,16 @@ TEST(CaptureAttention, EveryRowSumsToOneAndCausalMapsHaveZerosAboveTheDiagonal) 
     ASSERT_EQ(static_cast<int64_t>(ids.size()), c.max_seq_len);
     const AttentionMaps maps = capture_attention(*model, tokenizer, ids);
     ASSERT_EQ(maps.tokens.size(), ids.size());
-    const int64_t T = c.max_seq_len;
-    double zeros_above = 0;
-    for (const Tensor& layer : maps.layers)
-      for (int64_t h = 0; h < c.n_heads; ++h)
-        for (int64_t i = 0; i < T; ++i) {
-          double sum = 0;
-          for (int64_t j = 0; j < T; ++j) {
-            const float v = layer.data<float>()[(h * T + i) * T + j];
-            sum += v;
-            if (j > i) zeros_above += std::abs(v);
-          }
-          EXPECT_NEAR(sum, 1.0, 1e-5);
-        }
-    if (arch == layers::Architecture::gpt) {
-      EXPECT_EQ(zeros_above, 0.0);
-    } else {
-      EXPECT_GT(zeros_above, 1.0);  // a BERT looks both ways
+    const double above = expect_distributions(maps, c.n_heads, c.causal, 0);
+    if (arch != layers::Architecture::gpt) {
+      EXPECT_GT(above, 1.0);  // a BERT looks both ways
       EXPECT_EQ(maps.tokens.front(), "[CLS]");
       EXPECT_EQ(maps.tokens.back(), "[SEP]");
     }
   }
 }
 
-// Every position scheme and attention variant gives maps: rows of probabilities, zero where the
-// variant masks (after the query for a GPT; outside a sliding window of w: p - w < j < p + w).
+// Every position scheme and attention variant gives maps that respect their masks.
 TEST(CaptureAttention, EveryPositionSchemeAndVariantGivesMapsThatRespectTheirMasks) {
   const data::CharTokenizer tokenizer = data::CharTokenizer::train("abcdefghij", {"[PAD]", "[MASK]", "[CLS]", "[SEP]"});
   struct Variant {
@@ -206,23 +216,7 @@ TEST(CaptureAttention, EveryPositionSchemeAndVariantGivesMapsThatRespectTheirMas
       const AttentionMaps maps =
           capture_attention(*model, tokenizer, inspection_ids(*model, tokenizer, "abcdefghij", 16, &truncated));
       ASSERT_EQ(maps.layers.size(), 2u);
-      const int64_t T = static_cast<int64_t>(maps.ids.size());
-      for (const Tensor& layer : maps.layers) {
-        ASSERT_EQ(layer.dim(0), c.n_heads);  // a map per query head, grouped-query or not
-        for (int64_t h = 0; h < c.n_heads; ++h)
-          for (int64_t i = 0; i < T; ++i) {
-            double sum = 0;
-            for (int64_t j = 0; j < T; ++j) {
-              const float p = layer.data<float>()[(h * T + i) * T + j];
-              sum += p;
-              const bool masked = (c.causal && j > i) || (v.window > 0 && (i - j >= v.window || j - i >= v.window));
-              if (masked) {
-                EXPECT_EQ(p, 0.0f) << "query " << i << ", key " << j;
-              }
-            }
-            EXPECT_NEAR(sum, 1.0, 1e-5);
-          }
-      }
+      expect_distributions(maps, c.n_heads, c.causal, v.window);
     }
 }
 
