@@ -113,6 +113,7 @@ void write_checkpoint_file(const Run& run, const data::BatcherState& batches, co
   out.write_attr("/", "writer", "tapeformer");
   out.write_attr("/", "run_id", run.run_id);
   out.write_attr("/", "elapsed_s", run.elapsed_seconds);
+  out.write_attr("/", "budget_steps", run.budget_steps);
   out.write_bytes("/", "recipe", run.recipe.to_yaml());
   out.write_bytes("/", "tokenizer", run.tokenizer->to_string());
   for (const auto& p : run.params) out.write_tensor("model", p.name, p.tensor);
@@ -165,6 +166,10 @@ data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
   run.elapsed_seconds = in.has_attr("/", "elapsed_s") ? in.read_attr_double("/", "elapsed_s") : 0.0;
   TF_CHECK_INPUT(std::isfinite(run.elapsed_seconds) && run.elapsed_seconds >= 0, file.string(),
                  ": /elapsed_s must be a finite number of seconds >= 0, got ", run.elapsed_seconds);
+  run.budget_steps = in.has_attr("/", "budget_steps") ? in.read_attr_int("/", "budget_steps") : 0;
+  TF_CHECK_INPUT(run.budget_steps >= 0 && run.budget_steps <= run.recipe.train.steps, file.string(),
+                 ": /budget_steps must be in [0, train.steps = ", run.recipe.train.steps, "], got ", run.budget_steps);
+  if (run.budget_steps > 0) run.schedule = run_schedule(run.recipe, run.budget_steps);
   run.tokens_seen = in.read_attr_int("/", "tokens_seen");
   TF_CHECK_INPUT(run.step >= 0 && run.tokens_seen >= 0, file.string(), ": negative step or token count");
   const std::vector<uint64_t> rng = in.read_u64("rng", "dropout");

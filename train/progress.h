@@ -20,6 +20,7 @@ class Progress {
   void finish();  // ends the redrawn line
   double tokens_per_second() const;
   double elapsed_seconds() const;
+  void set_total(int64_t total_steps) { total_ = total_steps; }  // a time budget fixed the count
 
  private:
   std::ostream& out_;

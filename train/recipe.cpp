@@ -5,6 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +16,19 @@
 #include "train/recipe_schema.h"
 
 namespace tf::train {
+
+std::optional<double> parse_duration(std::string_view text) {
+  if (text.empty()) return 0.0;
+  const char unit = text.back();
+  const double scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
+  if (scale == 0 || text.size() < 2) return std::nullopt;
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size() - 1, value);
+  if (ec != std::errc() || end != text.data() + text.size() - 1 || !(value > 0) || !std::isfinite(value) ||
+      text.front() == '-' || text.front() == '+')
+    return std::nullopt;
+  return value * scale;
+}
 
 namespace {
 
@@ -165,6 +180,10 @@ class Binder {
               std::to_string(r.train.steps) + (where_.count("train.steps") ? ", from " + where_.at("train.steps") : "") +
               "): the warmup must end within the run; shorten it too, e.g. --set schedule.warmup_steps=" +
               std::to_string(r.train.steps / 10) + " (a tenth of the run)");
+    const std::optional<double> budget = parse_duration(r.train.time_budget);
+    check(budget.has_value(), "train.time_budget",
+          "train.time_budget: expected a duration such as 90s, 5m or 1.5h (or empty for none), got '" +
+              r.train.time_budget + "'");
     check(!r.optim.nesterov || r.optim.name == "sgd", "optim.nesterov", "optim.nesterov applies to optim.name: sgd only");
     check(!r.optim.nesterov || r.optim.momentum > 0, "optim.nesterov", "Nesterov momentum needs optim.momentum > 0");
     check(m.arch == layers::Architecture::gpt || r.sample.tokens == 0 || !where_.count("sample.tokens"),

@@ -12,7 +12,9 @@
 //   std::string yaml = r.to_yaml();  // the resolved recipe, every key present
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "layers/models/config.h"
@@ -49,7 +51,13 @@ struct TrainConfig {
   int64_t threads = 0;      // 0: physical cores (OMP_NUM_THREADS wins when set)
   bool anomaly = false;     // name the first op producing a non-finite value
   bool deterministic = false;  // the same bits for any thread count (kernels::DeterministicScope)
+  std::string time_budget;  // "" or a duration ("90s", "5m", "1.5h"): the step count is fixed from
+                            // the measured speed so the run ends on time (Note [time budget])
 };
+
+// Seconds of a duration written as a number and a unit, s, m or h ("90s", "5m", "1.5h"); 0 for "";
+// nullopt when it is neither.
+std::optional<double> parse_duration(std::string_view text);
 
 struct EvalConfig {
   int64_t interval = 250;   // steps between validation runs; 0 disables

@@ -180,6 +180,8 @@ std::vector<Field> make_fields() {
       integer("train.seed", "seed of initialisation, data order, masking and dropout", REF(train.seed), 0),
       integer("train.threads", "OpenMP threads; 0 means the physical cores (OMP_NUM_THREADS wins when set)", REF(train.threads), 0, 1024),
       boolean("train.anomaly", "stop at the first non-finite value, naming the op and layer", REF(train.anomaly)),
+      text("train.time_budget", "a duration (90s, 5m, 1.5h): the step count is fixed from the measured speed to end on time; train.steps bounds it",
+           REF(train.time_budget)),
       boolean("train.deterministic", "bit-identical losses and weights for any train.threads (matmuls cut by shape; slower)",
               REF(train.deterministic)),
 

@@ -102,14 +102,18 @@ Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, 
     refs.push_back({p.name, p.tensor, decay});
   }
   run.optimizer = optim::make_optimizer(std::move(refs), o);
+  run.schedule = run_schedule(recipe, recipe.train.steps);
+  return run;
+}
+
+optim::Schedule run_schedule(const Recipe& recipe, int64_t total_steps) {
   optim::ScheduleOptions s;
   s.kind = optim::parse_schedule_kind(recipe.schedule.kind);
-  s.lr = o.lr;
+  s.lr = recipe.optim.lr;
   s.min_lr = recipe.schedule.min_lr;
   s.warmup_steps = recipe.schedule.warmup_steps;
-  s.decay_steps = recipe.train.steps;
-  run.schedule = optim::Schedule(s);
-  return run;
+  s.decay_steps = total_steps;
+  return optim::Schedule(s);
 }
 
 SampleOptions recipe_sample_options(const Recipe& recipe) {

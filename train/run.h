@@ -67,10 +67,16 @@ struct Run {
   int64_t tokens_seen = 0;  // training tokens consumed
   std::string run_id;       // which run the checkpoints belong to (Note [run folders]); "" before run ids
   double elapsed_seconds = 0;  // training wall time before this process, from the checkpoint
+  int64_t budget_steps = 0;    // the step count train.time_budget fixed (0: not fixed; Note [time budget])
+  int64_t total_steps() const { return budget_steps > 0 ? budget_steps : recipe.train.steps; }
 };
 
 // A fresh run: the model initialised from recipe.train.seed, step 0. The tokenizer fixes vocab_size.
 Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, DType dtype = DType::f32);
+
+// The learning-rate schedule of the recipe over a run of total_steps (train.steps, or the count a time
+// budget fixed).
+optim::Schedule run_schedule(const Recipe& recipe, int64_t total_steps);
 
 // Token ids of `text` under the run's tokenizer, through the on-disk cache.
 std::vector<int32_t> tokenize(const Run& run, const std::string& text);

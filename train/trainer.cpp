@@ -143,6 +143,25 @@ struct Validation {
 
 }  // namespace
 
+// Note [time budget]
+// ~~~~~~~~~~~~~~~~~~~
+// train.time_budget fixes the step count once, from measured speed, so that the learning-rate
+// schedule (warmup, then decay over the whole run) ends when the time does. A fresh run trains with
+// train.steps as the horizon; its steps 3 to 10 (after the first two, which pay for allocation and
+// oneDNN's primitives) give the seconds per step, one evaluation is timed, and the count becomes
+// step + floor(remaining / (seconds per step + seconds per evaluation / eval.interval)), at most
+// train.steps (budget_total_steps). The schedule is rebuilt over that count: steps already taken
+// are unchanged when they were warmup steps, and the first ten steps' decay, if any, used the
+// longer horizon. The count is written into every checkpoint (/budget_steps), so --resume continues
+// to the same count and stays bit-exact; it is not measured again. Setup before the first step and
+// the sample after the last are not counted.
+int64_t budget_total_steps(const BudgetMeasure& m) {
+  const double per_step = m.step_seconds + (m.eval_interval > 0 ? m.eval_seconds / m.eval_interval : 0.0);
+  const double remaining = m.budget_seconds - m.elapsed_seconds;
+  const double more = per_step > 0 ? std::floor(std::max(0.0, remaining) / per_step) : 0.0;
+  return std::clamp<int64_t>(m.step + static_cast<int64_t>(std::min(more, 1e15)), m.step, m.max_steps);
+}
+
 TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   std::ostream& out = options.out ? *options.out : std::cout;
   const int threads = configure_threads(recipe.train.threads);
@@ -180,6 +199,10 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
         << "vocabulary            " << planned.model.vocab_size << " (" << planned.data.tokenizer << ")\n"
         << "data                  " << corpus.description << "\n"
         << "tokens                " << train_ids.size() << " training, " << val_ids.size() << " validation\n";
+    if (const double budget = *parse_duration(recipe.train.time_budget); budget > 0)
+      out << "time budget           " << recipe.train.time_budget << " (" << budget << " s of training): after "
+          << kBudgetMeasuredSteps << " steps the step count is fixed from their speed so the run ends on time, "
+          << "at most train.steps = " << recipe.train.steps << "\n";
     if (!resume_from && !earlier.empty())
       out << "run folder            " << dir.string() << " holds an earlier run (" << earlier.describe()
           << "): a real run needs --resume or --overwrite\n";
@@ -197,8 +220,10 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   Batches batches(run.recipe, *run.tokenizer, std::move(train_ids), static_cast<uint64_t>(recipe.train.seed));
   if (resume_from) {
     batches.restore(load_checkpoint_into(run, *resume_from));
-    TF_CHECK_INPUT(run.step < run.recipe.train.steps, "--resume: ", resume_from->string(), " is at step ", run.step,
-                   ", and train.steps is ", run.recipe.train.steps, ": nothing is left to train. To train further, raise it: ",
+    TF_CHECK_INPUT(run.step < run.total_steps(), "--resume: ", resume_from->string(), " is at step ", run.step,
+                   run.budget_steps > 0 ? ", the step count its time budget fixed" : ", and train.steps is ",
+                   run.budget_steps > 0 ? "" : std::to_string(run.recipe.train.steps),
+                   ": nothing is left to train. To train further, raise it: ",
                    "--set train.steps=", run.step + run.recipe.train.steps, " (or any value above ", run.step, ")");
   }
   if (init_from) load_weights(run, *init_from);  // weights only: the optimizer and step start afresh
@@ -226,7 +251,9 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     profile::reset();
     profile::enable(true, options.profile == "cpu" ? profile::Clock::cpu : profile::Clock::wall);
   }
-  Progress progress(out, run.recipe.train.steps, isatty(fileno(stdout)) && options.out == nullptr);
+  Progress progress(out, run.total_steps(), isatty(fileno(stdout)) && options.out == nullptr);
+  const double budget = *parse_duration(run.recipe.train.time_budget);
+  double measure_from = 0;  // elapsed() when the measured steps began
   layers::Context ctx{true, &run.dropout_rng, nullptr};
   const int64_t tokens_per_step = run.recipe.train.grad_accum * run.recipe.train.batch_size * run.recipe.data.seq_len;
   TrainSummary summary;
@@ -244,7 +271,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   };
 
   DivergenceWatch divergence;
-  while (run.step < run.recipe.train.steps) {
+  while (run.step < run.total_steps()) {
     const double lr = run.schedule.lr_at(run.step);
     const StepResult step = train_step(run, batches, ctx);
     const double loss = step.loss, grad_norm = step.grad_norm;
@@ -252,7 +279,27 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     summary.last_loss = loss;
     if (const std::string w = divergence.check(run, loss); !w.empty()) progress.note(w);
 
-    const bool last = run.step == run.recipe.train.steps;
+    // Note [time budget]: steps 3 .. 10 of this process measure the speed, then the count is fixed.
+    if (budget > 0 && run.budget_steps == 0) {
+      if (summary.steps_done == kBudgetWarmSteps) measure_from = elapsed();
+      if (summary.steps_done == kBudgetMeasuredSteps && run.step < run.recipe.train.steps) {
+        const double step_seconds = (elapsed() - measure_from) / (kBudgetMeasuredSteps - kBudgetWarmSteps);
+        double eval_seconds = 0;
+        if (run.recipe.eval.interval > 0) {  // one evaluation, timed and discarded
+          const double before = elapsed();
+          validation.run(run);
+          eval_seconds = elapsed() - before;
+        }
+        run.budget_steps = budget_total_steps({budget, elapsed(), step_seconds, eval_seconds, run.recipe.eval.interval,
+                                               run.step, run.recipe.train.steps});
+        run.schedule = run_schedule(run.recipe, run.budget_steps);
+        progress.set_total(run.budget_steps);
+        progress.note("time budget " + run.recipe.train.time_budget + ": " + std::to_string(step_seconds).substr(0, 6) +
+                      " s per step" + (eval_seconds > 0 ? ", " + std::to_string(eval_seconds).substr(0, 5) + " s per evaluation" : "") +
+                      ": training for " + std::to_string(run.budget_steps) + " steps");
+      }
+    }
+    const bool last = run.step == run.total_steps();
     double val_loss = -1;
     EvalResult eval_now;  // this step's evaluation; NaN figures (written as null) when there is none
     eval_now.loss = eval_now.perplexity = std::numeric_limits<double>::quiet_NaN();

@@ -1,0 +1,99 @@
+// train.time_budget (Note [time budget] in train/trainer.cpp): durations parse, the step count is
+// what the measured speed pays for, a budgeted run ends on its fixed count with the schedule
+// decayed to its floor, and a resume continues to that recorded count bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "framework/io/hdf5_io.h"
+#include "support/errors.h"
+#include "train/checkpoint.h"
+#include "train/run_compare.h"
+#include "train/run_fixture.h"
+#include "train/trainer.h"
+
+namespace tf::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(TimeBudget, DurationsParse) {
+  EXPECT_EQ(parse_duration(""), 0.0);
+  EXPECT_EQ(parse_duration("90s"), 90.0);
+  EXPECT_EQ(parse_duration("5m"), 300.0);
+  EXPECT_EQ(parse_duration("1.5h"), 5400.0);
+  for (const char* bad : {"5", "m", "5 m", "-5m", "5min", "0s", "1e999s", "+5m"}) EXPECT_FALSE(parse_duration(bad)) << bad;
+  const std::string message = tf::testing::error_message<InputError>(
+      [] { parse_recipe("train:\n  time_budget: 5 minutes\n", "r.yaml"); });
+  EXPECT_NE(message.find("r.yaml:2:"), std::string::npos) << message;
+  EXPECT_NE(message.find("train.time_budget: expected a duration such as 90s, 5m or 1.5h (or empty for none), got '5 minutes'"),
+            std::string::npos)
+      << message;
+}
+
+TEST(TimeBudget, TheCountIsWhatTheRemainingTimePaysFor) {
+  // 300 s, 20 s gone at step 10, 0.5 s per step, an evaluation of 5 s every 100 steps (0.05 s a
+  // step): 280 / 0.55 = 509.09 more steps.
+  EXPECT_EQ(budget_total_steps({300, 20, 0.5, 5, 100, 10, 100000}), 10 + 509);
+  EXPECT_EQ(budget_total_steps({300, 20, 0.5, 5, 0, 10, 100000}), 10 + 560);  // no evaluations
+  EXPECT_EQ(budget_total_steps({300, 20, 0.5, 0, 100, 10, 400}), 400);        // train.steps bounds it
+  EXPECT_EQ(budget_total_steps({10, 20, 0.5, 0, 0, 10, 400}), 10);            // the time is up: stop here
+}
+
+class TimeBudgetRun : public ::testing::Test {
+ protected:
+  Recipe recipe(const fs::path& dir) const {
+    return tf::testing::tiny_recipe("tiny_gpt", text_, dir, tmp_.path() / "cache",
+                                    {"train.steps=1000000", "train.time_budget=1s", "checkpoint.interval=12",
+                                     "checkpoint.keep=1000", "eval.interval=0", "schedule.warmup_steps=3",
+                                     "train.threads=1"});
+  }
+  void SetUp() override { tf::testing::write_file(text_, tf::testing::english_text(20000)); }
+  tf::testing::RunTempDir tmp_;
+  fs::path text_ = tmp_.path() / "text.txt";
+  std::ostringstream sink_;
+};
+
+TEST_F(TimeBudgetRun, EndsOnItsFixedCountAndResumesToItBitForBit) {
+  TrainOptions quiet;
+  quiet.out = &sink_;
+  const fs::path straight = tmp_.path() / "straight";
+  const TrainSummary a = train(recipe(straight), quiet);
+  const int64_t fixed = H5Reader(checkpoint_path(straight, a.final_step).string()).read_attr_int("/", "budget_steps");
+  EXPECT_EQ(a.final_step, fixed);
+  ASSERT_GT(fixed, 12) << "too few steps in 1 s to test a resume";
+  EXPECT_LT(fixed, 1000000);
+  const auto metrics = tf::testing::read_metrics(straight / "metrics.jsonl");
+  // The last step's rate (the schedule at step T - 1) is within a hair of the floor it reaches at T.
+  EXPECT_NEAR(tf::testing::number(metrics.back(), "lr"), recipe(straight).schedule.min_lr,
+              1e-3 * recipe(straight).schedule.min_lr)
+      << "the schedule decays to its floor over the fixed count";
+
+  // The same run from its checkpoint at step 12 (after the count was fixed at step 10).
+  const fs::path split = tmp_.path() / "split";
+  fs::create_directories(split);
+  for (const auto& entry : fs::directory_iterator(straight))
+    if (entry.path().extension() != ".h5" || entry.path() == checkpoint_path(straight, 12))
+      fs::copy(entry.path(), split / entry.path().filename());
+  // metrics.jsonl keeps only the first 12 records, as if the run had stopped there.
+  std::string kept;
+  for (size_t i = 0; i < 12; ++i) {
+    std::string line = "{";
+    for (const auto& [k, v] : metrics[i]) line += (line.size() > 1 ? ", \"" : "\"") + k + "\": " + v;
+    kept += line + "}\n";
+  }
+  tf::testing::write_file(split / "metrics.jsonl", kept);
+  TrainOptions resume = quiet;
+  resume.resume = "";
+  resume.accept_changes = true;  // checkpoint.dir differs: the copy's folder
+  const TrainSummary b = train(recipe(split), resume);
+  EXPECT_EQ(b.final_step, fixed);
+  tf::testing::expect_same_parameters(checkpoint_path(straight, fixed), checkpoint_path(split, fixed));
+  const auto resumed = tf::testing::read_metrics(split / "metrics.jsonl");
+  ASSERT_EQ(resumed.size(), metrics.size());
+  for (size_t i = 12; i < metrics.size(); ++i)
+    EXPECT_EQ(resumed[i].at("train_loss"), metrics[i].at("train_loss")) << "step " << i + 1;
+}
+
+}  // namespace
+}  // namespace tf::train
