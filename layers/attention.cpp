@@ -2,9 +2,27 @@
 #include "layers/attention.h"
 
 #include "framework/ops/decode_step.h"
+#include "framework/ops/elementwise.h"
 #include "framework/ops/heads.h"
+#include "framework/ops/shape.h"
 
 namespace tf::layers {
+namespace {
+
+// o (B, H, T, D) with head h scaled by gate[h] (gate (H)) or gate[b, h] (gate (B, H)): Michel et al.
+// 2019's MHAtt(x) = sum_h xi_h Att_h(x) W_O^h, since concat(o) W_O^T is the sum of each head's o_h
+// times its D columns of W_O. A gate of 1 multiplies exactly, so the result equals the ungated one.
+Tensor gate_heads(const Tensor& o, const Tensor& gate) {
+  const int64_t B = o.dim(0), H = o.dim(1);
+  const bool shared = gate.rank() == 1 && gate.dim(0) == H;
+  const bool per_sequence = gate.rank() == 2 && gate.dim(0) == B && gate.dim(1) == H;
+  TF_CHECK(shared || per_sequence, "MultiHeadAttention: a head gate must be (H) or (B, H) with H = ", H, ", B = ", B,
+           ", got ", gate.describe());
+  const Tensor g = shared ? ops::reshape(gate, {H, 1, 1}) : ops::reshape(gate, {B, H, 1, 1});
+  return ops::mul(o, g);  // (B, H, T, D)
+}
+
+}  // namespace
 
 MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o) {
   TF_CHECK_INPUT(o.n_heads > 0 && o.d_model % o.n_heads == 0, "d_model ", o.d_model,
@@ -35,12 +53,14 @@ MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int
 Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
                                    const ops::KvBuffers* cache) const {
   Tensor out;  // (B, H, T, D)
+  const Tensor gate = ctx.head_gate();  // (H), (B, H) or undefined
   if (cache) {
     TF_CHECK(options.causal && !key_padding.defined(),
              "MultiHeadAttention: decoding with a KV cache needs causal attention without padding");
     TF_CHECK(!ctx.training && !ctx.attention_weights,
              "MultiHeadAttention: decoding is inference only (no dropout, no attention weights)");
-    if (ops::one_token_step(x) && cache->keys.dim(0) == 1)  // the whole layer in one parallel region
+    // The whole layer in one parallel region; it has no place for gates, which take the path below.
+    if (!gate.defined() && ops::one_token_step(x) && cache->keys.dim(0) == 1)
       return ops::attention_layer_step(x, {qkv.weight, qkv.bias, proj.weight, proj.bias}, options.n_heads, *cache,
                                        options.rope ? &options.rope_options : nullptr, options.variant, relative_bias);
     const Heads h = project_heads(x, cache->next_position());
@@ -60,6 +80,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
     out = ops::attention(h.queries, h.keys, h.values, attn, ctx.attention_weights ? &weights : nullptr);
     if (ctx.attention_weights) ctx.attention_weights->push_back(weights);
   }
+  if (gate.defined()) out = gate_heads(out, gate);
   // (B, H, T, D) -> (B, T, H D): the heads side by side, then W_O mixes them.
   const Tensor merged = ops::merge_heads(out);
   return in_layer("proj", [&] { return proj.forward(merged); });

@@ -8,6 +8,7 @@
 //   q -> (B, H, T, D); k, v -> (B, G, T, D)
 //   (RoPE: rotate q and k by their positions)
 //   o = softmax(q k^T / sqrt(D) + mask) v      (B, H, T, D)   one fused op, framework/ops/attention.h
+//   (head gates, Context::head_gates: o_h *= xi_h   (Michel et al. 2019, section 4.1))
 //   y = concat_heads(o) W_O^T + b_O             (B, T, C)
 //
 // Dividing by sqrt(D) keeps the scores' variance near 1 when q and k have unit-variance entries,

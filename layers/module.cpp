@@ -51,6 +51,19 @@ uint64_t Context::next_seed() const {
   return rng->next_u64();
 }
 
+Context Context::in_block(int64_t i) const {
+  Context c = *this;
+  c.layer = i;
+  return c;
+}
+
+Tensor Context::head_gate() const {
+  if (!head_gates) return Tensor();
+  TF_CHECK(layer >= 0 && layer < static_cast<int64_t>(head_gates->size()), "Context: head_gates holds ",
+           head_gates->size(), " layers' gates, but layer ", layer, " is running");
+  return (*head_gates)[static_cast<size_t>(layer)];
+}
+
 Tensor dropout(const Tensor& x, double p, const Context& ctx) {
   if (!ctx.training || p == 0.0) return x;
   return ops::dropout(x, p, ctx.next_seed());

@@ -59,7 +59,15 @@ struct Context {
   Rng* rng = nullptr;               // required when training with dropout > 0
   std::vector<Tensor>* attention_weights = nullptr;  // if set, each attention layer appends
                                                      // its probabilities (B, H, T_q, T_k)
+  // Head gates xi_h (Michel et al. 2019, section 4.1): if set, one tensor per block in layer order,
+  // (H) shared by the batch or (B, H) one per sequence; block i's attention multiplies head h's
+  // output by head_gates[i][h] before W_O mixes the heads. 1 leaves a head as it is, 0 masks it, and
+  // dL/dxi_h is the head's importance. `layer` is the block being run; the model sets it (in_block).
+  const std::vector<Tensor>* head_gates = nullptr;
+  int64_t layer = -1;
   uint64_t next_seed() const;       // a fresh dropout seed from rng
+  Context in_block(int64_t i) const;  // this context with layer = i
+  Tensor head_gate() const;           // head_gates[layer], or undefined without gates
 };
 
 // Runs run() with `name` (and `index`, if given) appended to the layer path, so that anomaly mode

@@ -30,8 +30,10 @@ Tensor Bert::encode(const Tensor& ids, const Tensor& key_padding, const Context&
     x = in_layer("segment_embedding", [&] { return ops::add(x, segment_embedding.forward(segments)); });
   }
   x = dropout(in_layer("embedding_norm", [&] { return embedding_norm.forward(x); }), config_.dropout, ctx);
-  for (size_t i = 0; i < blocks.size(); ++i)
-    x = in_layer("blocks", [&] { return blocks[i].forward(x, key_padding, ctx); }, static_cast<int64_t>(i));
+  for (int64_t i = 0; i < config_.n_layers; ++i) {
+    const TransformerBlock& block = blocks[static_cast<size_t>(i)];
+    x = in_layer("blocks", [&] { return block.forward(x, key_padding, ctx.in_block(i)); }, i);
+  }
   return x;
 }
 

@@ -33,10 +33,11 @@ Tensor Gpt::head(const Tensor& h) const {
 
 Tensor Gpt::hidden(const Tensor& ids, const Context& ctx, KvCache* cache) const {
   Tensor x = embed(ids, ctx, cache ? cache->length() : 0);  // (B, T, C)
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    const ops::KvBuffers layer_cache = cache ? cache->layer(static_cast<int64_t>(i)) : ops::KvBuffers{};
-    x = in_layer("blocks", [&] { return blocks[i].forward(x, Tensor(), ctx, cache ? &layer_cache : nullptr); },
-                 static_cast<int64_t>(i));
+  for (int64_t i = 0; i < config_.n_layers; ++i) {
+    const ops::KvBuffers layer_cache = cache ? cache->layer(i) : ops::KvBuffers{};
+    const TransformerBlock& block = blocks[static_cast<size_t>(i)];
+    const ops::KvBuffers* layer_view = cache ? &layer_cache : nullptr;
+    x = in_layer("blocks", [&] { return block.forward(x, Tensor(), ctx.in_block(i), layer_view); }, i);
   }
   if (cache) cache->advance(ids.dim(1));
   return in_layer("ln_f", [&] { return ln_f.forward(x); });
