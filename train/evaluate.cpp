@@ -28,20 +28,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Rewinds the batcher and calls f(batch) for each batch of the pass, at most max_batches of them
-// (0 = all); returns how many were read.
-template <class Batcher, class F>
-int64_t for_each_batch(Batcher& batcher, int64_t max_batches, const char* what, F&& f) {
-  TF_CHECK_INPUT(max_batches >= 0, what, ": max_batches must be >= 0 (0 = the whole pass), got ", max_batches);
-  batcher.rewind();
-  int64_t batches = 0;
-  while (!batcher.done() && (max_batches == 0 || batches < max_batches)) {
-    f(batcher.next());
-    ++batches;
-  }
-  return batches;
-}
-
 struct Totals {
   double nats = 0;       // summed cross-entropy of the predicted tokens
   int64_t tokens = 0;    // predicted tokens
@@ -91,11 +77,11 @@ void finish(const Totals& totals, EvalResult& r) {
 // is exact over a whole pass up to the first token's characters, and over a prefix it assumes the
 // prefix is as compressible by the tokenizer as the text on average.
 EvalResult evaluate_causal(const layers::LanguageModel& model, data::CausalBatcher& sequential_batcher,
-                           int64_t max_batches, int64_t chars_in_text) {
+                           int64_t max_batches, int64_t chars_in_text, const layers::Context& eval) {
   TF_CHECK_INPUT(chars_in_text >= 0, "evaluate_causal: chars_in_text must be >= 0 (0 = unknown), got ",
                  chars_in_text);
+  TF_CHECK(!eval.training, "evaluate_causal: the context must not be a training one (dropout would be on)");
   const NoGradGuard no_grad;
-  const layers::Context eval;  // training = false: dropout is the identity
   Totals totals;
   EvalResult r;
   r.batches = for_each_batch(sequential_batcher, max_batches, "evaluate_causal", [&](const data::CausalBatch& b) {
@@ -113,9 +99,9 @@ EvalResult evaluate_causal(const layers::LanguageModel& model, data::CausalBatch
 }
 
 EvalResult evaluate_masked(const layers::LanguageModel& model, data::MaskedLmBatcher& sequential_batcher,
-                           int64_t max_batches) {
+                           int64_t max_batches, const layers::Context& eval) {
+  TF_CHECK(!eval.training, "evaluate_masked: the context must not be a training one (dropout would be on)");
   const NoGradGuard no_grad;
-  const layers::Context eval;
   Totals totals;
   EvalResult r;
   r.batches = for_each_batch(sequential_batcher, max_batches, "evaluate_masked", [&](const data::MaskedLmBatch& b) {

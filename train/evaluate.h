@@ -12,7 +12,8 @@
 // Every function here rewinds the sequential batcher first (so repeated calls see the same batches
 // and give the same figures), runs the model in eval mode under NoGradGuard (nothing is recorded
 // on the tape), and reads at most max_batches batches (0 = the whole pass). A random (training)
-// batcher is never done: give it max_batches > 0.
+// batcher is never done: give it max_batches > 0. `ctx` may carry head gates (layers::Context);
+// it must not be a training context.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -20,6 +21,7 @@
 #include <string_view>
 
 #include "data/batcher.h"
+#include "framework/error.h"
 #include "layers/models/model.h"
 
 namespace tf::train {
@@ -43,11 +45,25 @@ struct EvalResult {
 // points) of the text the batcher's ids encode, for bits_per_char; 0 = unknown (bits_per_char
 // stays NaN, chars 0).
 EvalResult evaluate_causal(const layers::LanguageModel& model, data::CausalBatcher& sequential_batcher,
-                           int64_t max_batches, int64_t chars_in_text);
+                           int64_t max_batches, int64_t chars_in_text, const layers::Context& ctx = {});
 
 // Masked-LM loss and accuracy over the masked positions of the batcher's batches.
 EvalResult evaluate_masked(const layers::LanguageModel& model, data::MaskedLmBatcher& sequential_batcher,
-                           int64_t max_batches);
+                           int64_t max_batches, const layers::Context& ctx = {});
+
+// Rewinds the batcher and calls f(batch) for each batch of the pass, at most max_batches of them
+// (0 = all); returns how many were read. `what` names the caller in the error for max_batches < 0.
+template <class Batcher, class F>
+int64_t for_each_batch(Batcher& batcher, int64_t max_batches, const char* what, F&& f) {
+  TF_CHECK_INPUT(max_batches >= 0, what, ": max_batches must be >= 0 (0 = the whole pass), got ", max_batches);
+  batcher.rewind();
+  int64_t batches = 0;
+  while (!batcher.done() && (max_batches == 0 || batches < max_batches)) {
+    f(batcher.next());
+    ++batches;
+  }
+  return batches;
+}
 
 // The accuracy of always predicting the most frequent target among the masked positions of the
 // same batches evaluate_masked reads: BERT's floor. It picks the constant after seeing the

@@ -130,4 +130,15 @@ std::vector<int32_t> tokenize(const Run& run, const std::string& text) {
   return data::tokenize_cached(text, *run.tokenizer, run.recipe.data.cache_dir).ids;
 }
 
+data::CausalBatcher causal_eval_batcher(const Run& run, std::vector<int32_t> ids) {
+  return data::CausalBatcher::sequential(std::move(ids), run.recipe.train.batch_size, run.recipe.data.seq_len);
+}
+
+data::MaskedLmBatcher masked_eval_batcher(const Run& run, std::vector<int32_t> ids) {
+  const Recipe& r = run.recipe;
+  return data::MaskedLmBatcher::sequential(std::move(ids), r.train.batch_size, r.data.seq_len,
+                                           static_cast<uint64_t>(r.train.seed) + 1,
+                                           data::MaskedLmTokens::from(*run.tokenizer), r.data.mask_prob);
+}
+
 }  // namespace tf::train

@@ -84,4 +84,10 @@ std::vector<int32_t> tokenize(const Run& run, const std::string& text);
 // The sample a run prints after training: the recipe's sample.* keys, seeded by train.seed.
 SampleOptions recipe_sample_options(const Recipe& recipe);
 
+// The batches every evaluation of the run reads (training's validation, `tapeformer eval`, `tapeformer
+// heads`): consecutive windows of data.seq_len, train.batch_size at a time; BERT's masking drawn from
+// train.seed + 1, so each of them masks the same positions.
+data::CausalBatcher causal_eval_batcher(const Run& run, std::vector<int32_t> ids);
+data::MaskedLmBatcher masked_eval_batcher(const Run& run, std::vector<int32_t> ids);
+
 }  // namespace tf::train

@@ -119,25 +119,18 @@ struct Validation {
   EvalResult run(const Run& run) const {
     const Recipe& r = run.recipe;
     if (r.model.arch == layers::Architecture::bert) {
-      auto batcher = masked_batcher(run);
+      auto batcher = masked_eval_batcher(run, ids);
       return evaluate_masked(*run.model, batcher, r.eval.batches);
     }
-    auto batcher = data::CausalBatcher::sequential(ids, r.train.batch_size, r.data.seq_len);
+    auto batcher = causal_eval_batcher(run, ids);
     return evaluate_causal(*run.model, batcher, r.eval.batches, chars);
   }
 
   // What the same figure is for a model that ignores context (RunReport::baseline).
   double baseline(const Run& run, std::string_view text) const {
     if (run.recipe.model.arch == layers::Architecture::gpt) return unigram_bits_per_char(text);
-    auto batcher = masked_batcher(run);
+    auto batcher = masked_eval_batcher(run, ids);
     return baseline_most_frequent_accuracy(batcher, run.recipe.eval.batches);
-  }
-
- private:
-  data::MaskedLmBatcher masked_batcher(const Run& run) const {
-    const Recipe& r = run.recipe;
-    return data::MaskedLmBatcher::sequential(ids, r.train.batch_size, r.data.seq_len, static_cast<uint64_t>(r.train.seed) + 1,
-                                             data::MaskedLmTokens::from(*run.tokenizer), r.data.mask_prob);
   }
 };
 
