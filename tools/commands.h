@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "train/checkpoint.h"
 
 namespace tf::tools {
 
@@ -60,6 +63,26 @@ inline CLI::Validator seed_value() {
       "INTEGER in [0, 2^64 - 1]");
 }
 
+// What eval and heads share: a checkpoint (or a run folder), --text, --set and --json; then the
+// checkpoint loaded (its recipe changed by --set) and the text read: the file or folder --text names,
+// or else the recipe's validation split, with its ids under the checkpoint's tokenizer (a note on
+// stderr counts characters outside the vocabulary, read as <unk>).
+struct CheckpointTextArgs {
+  std::string checkpoint, text_path;
+  std::vector<std::string> overrides;
+  bool json = false;
+};
+// text_use: what the command does with the text, for --text's help ("evaluate on").
+void add_checkpoint_text_options(CLI::App& cmd, CheckpointTextArgs& args, const std::string& text_use);
+struct CheckpointText {
+  std::string file;       // the checkpoint file (a run folder's newest)
+  train::LoadedRun loaded;
+  std::string text;       // UTF-8
+  std::vector<int32_t> ids;
+  std::string text_name;  // the --text path, or "validation split"
+};
+CheckpointText load_checkpoint_text(const CheckpointTextArgs& args);
+
 void add_gradcheck_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
 void add_sample_command(CLI::App& app, int& exit_code);
@@ -68,5 +91,6 @@ void add_info_command(CLI::App& app, int& exit_code);
 void add_inspect_command(CLI::App& app, int& exit_code);
 void add_plot_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
+void add_heads_command(CLI::App& app, int& exit_code);
 
 }  // namespace tf::tools

@@ -2,43 +2,30 @@
 #include <cmath>
 #include <cstdio>
 
-#include "data/text.h"
 #include "tools/commands.h"
-#include "train/checkpoint.h"
-#include "train/run_folder.h"
 #include "train/evaluate.h"
-#include "train/threads.h"
 #include "train/trainer.h"
 
 namespace tf::tools {
 
 void add_eval_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint on the validation split or a text");
-  static std::string checkpoint, text_path;
+  static CheckpointTextArgs args;
   static int64_t batches = 0;
-  cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5), or a run folder for its newest checkpoint")->required();
-  cmd->add_option("--text", text_path, "UTF-8 text file or folder to evaluate on (default: the recipe's validation split)");
+  add_checkpoint_text_options(*cmd, args, "evaluate on");
   cmd->add_option("--batches", batches, "Evaluate at most this many batches; 0: the whole text")
       ->check(integer_in(0, int64_t{1} << 40));
-  static std::vector<std::string> overrides;
-  cmd->add_option("--set", overrides, kInferenceSetHelp);
-  static bool json = false;
-  cmd->add_flag("--json", json, "Print one JSON object with every figure at full precision (for other tools)");
   cmd->callback([&exit_code] {
-    train::configure_threads(0);
-    const std::string file = train::checkpoint_argument(checkpoint).string();
-    train::LoadedRun loaded = train::load_checkpoint(file, overrides);
-    const train::Run& run = loaded.run;
-    const std::string text = text_path.empty() ? train::load_corpus(run.recipe.data).val : data::read_text(text_path);
-    std::vector<int32_t> ids = train::tokenize(run, text);
-    if (const int64_t unknown = run.tokenizer->count_unknown(ids))
-      std::fprintf(stderr, "note: %lld characters of the text are outside the checkpoint's vocabulary and were read as <unk>\n",
-                   static_cast<long long>(unknown));
+    CheckpointText input = load_checkpoint_text(args);
+    const std::string& file = input.file;
+    const train::Run& run = input.loaded.run;
+    const std::string& text = input.text;
+    std::vector<int32_t>& ids = input.ids;
     const auto& r = run.recipe;
     const size_t text_tokens = ids.size();
-    if (!json)
+    if (!args.json)
       std::printf("checkpoint   %s (step %lld)\ntext         %s (%zu tokens)\n", file.c_str(),
-                  static_cast<long long>(run.step), text_path.empty() ? "validation split" : text_path.c_str(),
+                  static_cast<long long>(run.step), input.text_name.c_str(),
                   text_tokens);
     // {"checkpoint": ..., "step": ..., "text_tokens": ..., "tokens": ..., "loss": ..., ...}: every number
     // in the shortest form that reads back exactly (train::json_number).
@@ -46,18 +33,16 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       std::printf("{\"checkpoint\": \"%s\", \"step\": %lld, \"text\": \"%s\", \"text_tokens\": %zu, \"tokens\": %lld, "
                   "\"loss\": %s, \"perplexity\": %s, \"bits_per_char\": %s, \"mlm_accuracy\": %s, \"%s\": %s}\n",
                   file.c_str(), static_cast<long long>(run.step),
-                  text_path.empty() ? "validation split" : text_path.c_str(), text_tokens,
+                  input.text_name.c_str(), text_tokens,
                   static_cast<long long>(e.tokens), train::json_number(e.loss).c_str(),
                   train::json_number(e.perplexity).c_str(), train::json_number(e.bits_per_char).c_str(),
                   train::json_number(e.mlm_accuracy).c_str(), extra_key, train::json_number(extra).c_str());
     };
     if (r.model.arch == layers::Architecture::bert) {
-      auto batcher = data::MaskedLmBatcher::sequential(std::move(ids), r.train.batch_size, r.data.seq_len,
-                                                       static_cast<uint64_t>(r.train.seed) + 1,
-                                                       data::MaskedLmTokens::from(*run.tokenizer), r.data.mask_prob);
+      auto batcher = train::masked_eval_batcher(run, std::move(ids));
       const train::EvalResult e = train::evaluate_masked(*run.model, batcher, batches);
       const double baseline = train::baseline_most_frequent_accuracy(batcher, batches);
-      if (json) {
+      if (args.json) {
         print_json(e, "baseline_accuracy", baseline);
         exit_code = 0;
         return;
@@ -67,9 +52,9 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                   e.loss, e.perplexity, e.mlm_accuracy, static_cast<long long>(e.tokens), baseline);
     } else {
       TF_CHECK_INPUT(static_cast<int64_t>(ids.size()) > 1, "the text is too short to evaluate (", ids.size(), " tokens)");
-      auto batcher = data::CausalBatcher::sequential(std::move(ids), r.train.batch_size, r.data.seq_len);
+      auto batcher = train::causal_eval_batcher(run, std::move(ids));
       const train::EvalResult e = train::evaluate_causal(*run.model, batcher, batches, train::count_code_points(text));
-      if (json) {
+      if (args.json) {
         print_json(e, "unigram_bits_per_char", train::unigram_bits_per_char(text));
         exit_code = 0;
         return;

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   tf::tools::add_plot_command(app, exit_code);
   tf::tools::add_report_command(app, exit_code);
   tf::tools::add_gradcheck_command(app, exit_code);
+  tf::tools::add_heads_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -86,8 +86,8 @@ HeadImportance measure(const layers::LanguageModel& model, Batcher& batcher, int
   const DType dtype = model.parameters().front().tensor.dtype();
   HeadImportance r;
   const EvalResult all_heads = evaluate(model, batcher, max_batches, layers::Context());
-  TF_CHECK_INPUT(all_heads.tokens > 0, "head importance: the ", all_heads.batches,
-                 " batches read hold no token to predict; give a longer text");
+  // Unreachable from eval's batchers: every window but a lone token's has a target, and every BERT row one.
+  TF_CHECK(all_heads.tokens > 0, "head_importance: the ", all_heads.batches, " batches read hold no token to predict");
   r.loss = all_heads.loss;
   r.tokens = all_heads.tokens;
   r.batches = all_heads.batches;

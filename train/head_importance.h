@@ -46,7 +46,7 @@ struct HeadImportance {
 
 // Reads the sequential batcher's batches (at most max_batches, 0 = the whole pass) once with gates that
 // record their gradient, then once with no head masked and once per head masked; each pass rewinds it.
-// tf::InputError when the batches hold no predicted token.
+// tf::Error when the batches hold no predicted token.
 HeadImportance head_importance(const layers::LanguageModel& model, data::CausalBatcher& sequential_batcher,
                                int64_t max_batches);
 HeadImportance head_importance(const layers::LanguageModel& model, data::MaskedLmBatcher& sequential_batcher,

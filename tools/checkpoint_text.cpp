@@ -1,0 +1,35 @@
+// The arguments and input eval and heads share: a checkpoint and a text (tools/commands.h).
+#include <cstdio>
+
+#include "data/text.h"
+#include "tools/commands.h"
+#include "train/run_folder.h"
+#include "train/threads.h"
+
+namespace tf::tools {
+
+void add_checkpoint_text_options(CLI::App& cmd, CheckpointTextArgs& args, const std::string& text_use) {
+  cmd.add_option("checkpoint", args.checkpoint, "Checkpoint file (.h5), or a run folder for its newest checkpoint")
+      ->required();
+  cmd.add_option("--text", args.text_path,
+                 "UTF-8 text file or folder to " + text_use + " (default: the recipe's validation split)");
+  cmd.add_option("--set", args.overrides, kInferenceSetHelp);
+  cmd.add_flag("--json", args.json, "Print one JSON object with every figure at full precision (for other tools)");
+}
+
+CheckpointText load_checkpoint_text(const CheckpointTextArgs& args) {
+  train::configure_threads(0);
+  CheckpointText out;
+  out.file = train::checkpoint_argument(args.checkpoint).string();
+  out.loaded = train::load_checkpoint(out.file, args.overrides);
+  const train::Run& run = out.loaded.run;
+  out.text = args.text_path.empty() ? train::load_corpus(run.recipe.data).val : data::read_text(args.text_path);
+  out.ids = train::tokenize(run, out.text);
+  if (const int64_t unknown = run.tokenizer->count_unknown(out.ids))
+    std::fprintf(stderr, "note: %lld characters of the text are outside the checkpoint's vocabulary and were read as <unk>\n",
+                 static_cast<long long>(unknown));
+  out.text_name = args.text_path.empty() ? "validation split" : args.text_path;
+  return out;
+}
+
+}  // namespace tf::tools
