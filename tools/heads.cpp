@@ -4,21 +4,21 @@
 
 #include "tools/commands.h"
 #include "train/evaluate.h"
-#include "train/head_importance.h"
+#include "inspect/head_importance.h"
 
 namespace tf::tools {
 namespace {
 
 // {"checkpoint": ..., "loss": ..., "heads": [{"layer": 0, "head": 1, "importance": ..., ...}, ...]}
 void print_json(const std::string& file, const train::Run& run, const std::string& text, size_t text_tokens,
-                const train::HeadImportance& r) {
+                const inspect::HeadImportance& r) {
   std::printf("{\"checkpoint\": \"%s\", \"step\": %lld, \"text\": \"%s\", \"text_tokens\": %zu, \"batches\": %lld, "
               "\"sequences\": %lld, \"tokens\": %lld, \"loss\": %s, \"heads\": [",
               file.c_str(), static_cast<long long>(run.step), text.c_str(), text_tokens,
               static_cast<long long>(r.batches), static_cast<long long>(r.sequences), static_cast<long long>(r.tokens),
               train::json_number(r.loss).c_str());
   for (size_t i = 0; i < r.heads.size(); ++i) {
-    const train::HeadScore& s = r.heads[i];
+    const inspect::HeadScore& s = r.heads[i];
     std::printf("%s{\"layer\": %lld, \"head\": %lld, \"importance\": %s, \"raw_importance\": %s, \"masked_loss\": %s, "
                 "\"loss_delta\": %s}",
                 i == 0 ? "" : ", ", static_cast<long long>(s.layer), static_cast<long long>(s.head),
@@ -28,12 +28,12 @@ void print_json(const std::string& file, const train::Run& run, const std::strin
   std::printf("]}\n");
 }
 
-void print_table(const train::HeadImportance& r, bool bert) {
+void print_table(const inspect::HeadImportance& r, bool bert) {
   std::printf("loss         %.4f nats per %s with every head (%lld tokens)\n\n", r.loss,
               bert ? "masked token" : "token", static_cast<long long>(r.tokens));
   std::printf("rank  layer  head  importance  raw importance  loss masked     delta\n");
   for (size_t i = 0; i < r.heads.size(); ++i) {
-    const train::HeadScore& s = r.heads[i];
+    const inspect::HeadScore& s = r.heads[i];
     std::printf("%4zu  %5lld  %4lld  %10.4f  %14.4e  %11.4f  %+8.5f\n", i + 1, static_cast<long long>(s.layer),
                 static_cast<long long>(s.head), s.importance, s.raw_importance, s.masked_loss, s.masked_loss - r.loss);
   }
@@ -60,13 +60,13 @@ void add_heads_command(CLI::App& app, int& exit_code) {
     TF_CHECK_INPUT(text_tokens > 1, "the text is too short to measure head importance on (", text_tokens, " tokens)");
     const int64_t max_batches = batches >= 0 ? batches : run.recipe.eval.batches;
     const bool bert = run.recipe.model.arch == layers::Architecture::bert;
-    const train::HeadImportance r = [&] {
+    const inspect::HeadImportance r = [&] {
       if (bert) {
         auto batcher = train::masked_eval_batcher(run, std::move(input.ids));
-        return train::head_importance(*run.model, batcher, max_batches);
+        return inspect::head_importance(*run.model, batcher, max_batches);
       }
       auto batcher = train::causal_eval_batcher(run, std::move(input.ids));
-      return train::head_importance(*run.model, batcher, max_batches);
+      return inspect::head_importance(*run.model, batcher, max_batches);
     }();
     if (args.json) {
       print_json(input.file, run, input.text_name, text_tokens, r);

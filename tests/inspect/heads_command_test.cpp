@@ -10,7 +10,7 @@
 
 #include "train/run_fixture.h"
 
-namespace tf::train {
+namespace tf::inspect {
 namespace {
 
 namespace fs = std::filesystem;
@@ -134,4 +134,4 @@ TEST(HeadsCommandErrors, BadInputExitsWithTwo) {
 }
 
 }  // namespace
-}  // namespace tf::train
+}  // namespace tf::inspect

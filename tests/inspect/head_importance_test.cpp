@@ -1,4 +1,4 @@
-// Head importance (train/head_importance.h, `tapeformer heads`): in float64 each head's raw importance
+// Head importance (inspect/head_importance.h, `tapeformer heads`): in float64 each head's raw importance
 // is the mean over sequences of |a central difference of that sequence's loss in the head's gate|; the
 // per-layer normalisation, the masked losses and the unmasked loss against independent computations;
 // the command's table, JSON and errors on tiny trained GPT and BERT checkpoints.
@@ -12,10 +12,10 @@
 #include "framework/autograd/tape.h"
 #include "layers/model_fixtures.h"
 #include "train/evaluate.h"
-#include "train/head_importance.h"
+#include "inspect/head_importance.h"
 #include "train/run_fixture.h"
 
-namespace tf::train {
+namespace tf::inspect {
 namespace {
 
 using layers::Architecture;
@@ -42,14 +42,14 @@ Row row_of(const Tensor& inputs, const Tensor& targets, const Tensor& padding, i
 }
 std::vector<Row> rows_of(data::CausalBatcher& batcher) {
   std::vector<Row> rows;
-  for_each_batch(batcher, 0, "test", [&](const data::CausalBatch& b) {
+  train::for_each_batch(batcher, 0, "test", [&](const data::CausalBatch& b) {
     for (int64_t i = 0; i < b.inputs.dim(0); ++i) rows.push_back(row_of(b.inputs, b.targets, Tensor(), i));
   });
   return rows;
 }
 std::vector<Row> rows_of(data::MaskedLmBatcher& batcher) {
   std::vector<Row> rows;
-  for_each_batch(batcher, 0, "test", [&](const data::MaskedLmBatch& b) {
+  train::for_each_batch(batcher, 0, "test", [&](const data::MaskedLmBatch& b) {
     for (int64_t i = 0; i < b.inputs.dim(0); ++i) rows.push_back(row_of(b.inputs, b.targets, b.attention_mask, i));
   });
   return rows;
@@ -130,12 +130,12 @@ TEST(HeadImportance, GptRawImportanceIsTheMeanAbsoluteDifferenceOverSequences) {
   layers::testing::perturb(model->parameters(), 6);
   auto batcher = data::CausalBatcher::sequential(text_ids(), kBatch, kSeqLen);
   expect_importance_is_mean_abs_difference(*model, batcher);
-  // The unmasked loss is evaluate_causal's, and the parameters are left as they were.
+  // The unmasked loss is train::evaluate_causal's, and the parameters are left as they were.
   for (const auto& p : model->parameters()) {
     EXPECT_TRUE(p.tensor.requires_grad()) << p.name;
     EXPECT_FALSE(p.tensor.grad().defined()) << p.name;
   }
-  EXPECT_EQ(head_importance(*model, batcher, 2).loss, evaluate_causal(*model, batcher, 2, 0).loss);
+  EXPECT_EQ(head_importance(*model, batcher, 2).loss, train::evaluate_causal(*model, batcher, 2, 0).loss);
 }
 
 TEST(HeadImportance, BertRawImportanceIsTheMeanAbsoluteDifferenceOverSequences) {
@@ -149,8 +149,8 @@ TEST(HeadImportance, BertRawImportanceIsTheMeanAbsoluteDifferenceOverSequences) 
   tokens.specials = {0, 1, 2, 3};
   auto batcher = data::MaskedLmBatcher::sequential(text_ids(), kBatch, kSeqLen, 9, tokens, 0.3);
   expect_importance_is_mean_abs_difference(*model, batcher);
-  EXPECT_EQ(head_importance(*model, batcher, 0).loss, evaluate_masked(*model, batcher, 0).loss);
+  EXPECT_EQ(head_importance(*model, batcher, 0).loss, train::evaluate_masked(*model, batcher, 0).loss);
 }
 
 }  // namespace
-}  // namespace tf::train
+}  // namespace tf::inspect

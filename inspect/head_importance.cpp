@@ -1,7 +1,7 @@
 // Head importance and the loss with one head masked; see head_importance.h, Note [head importance].
 //
 // B = batch, L = layers, H = query heads per layer.
-#include "train/head_importance.h"
+#include "inspect/head_importance.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,20 +10,20 @@
 #include "framework/error.h"
 #include "train/evaluate.h"
 
-namespace tf::train {
+namespace tf::inspect {
 namespace {
 
 Tensor key_padding_of(const data::CausalBatch&) { return Tensor(); }
 Tensor key_padding_of(const data::MaskedLmBatch& b) { return b.attention_mask; }
 
 // The same loss figures as `tapeformer eval` (token-weighted mean cross-entropy), under a context.
-EvalResult evaluate(const layers::LanguageModel& model, data::CausalBatcher& batcher, int64_t max_batches,
+train::EvalResult evaluate(const layers::LanguageModel& model, data::CausalBatcher& batcher, int64_t max_batches,
                     const layers::Context& ctx) {
-  return evaluate_causal(model, batcher, max_batches, /*chars_in_text=*/0, ctx);
+  return train::evaluate_causal(model, batcher, max_batches, /*chars_in_text=*/0, ctx);
 }
-EvalResult evaluate(const layers::LanguageModel& model, data::MaskedLmBatcher& batcher, int64_t max_batches,
+train::EvalResult evaluate(const layers::LanguageModel& model, data::MaskedLmBatcher& batcher, int64_t max_batches,
                     const layers::Context& ctx) {
-  return evaluate_masked(model, batcher, max_batches, ctx);
+  return train::evaluate_masked(model, batcher, max_batches, ctx);
 }
 
 // Turns requires_grad off on the parameters for its lifetime, then back to what it was: the gates'
@@ -85,7 +85,7 @@ HeadImportance measure(const layers::LanguageModel& model, Batcher& batcher, int
   const int64_t L = model.config().n_layers, H = model.config().n_heads;
   const DType dtype = model.parameters().front().tensor.dtype();
   HeadImportance r;
-  const EvalResult all_heads = evaluate(model, batcher, max_batches, layers::Context());
+  const train::EvalResult all_heads = evaluate(model, batcher, max_batches, layers::Context());
   // Unreachable from eval's batchers: every window but a lone token's has a target, and every BERT row one.
   TF_CHECK(all_heads.tokens > 0, "head_importance: the ", all_heads.batches, " batches read hold no token to predict");
   r.loss = all_heads.loss;
@@ -95,7 +95,7 @@ HeadImportance measure(const layers::LanguageModel& model, Batcher& batcher, int
   std::vector<double> raw(static_cast<size_t>(L * H), 0.0);  // (L H): sum over sequences of |dL(x)/dxi|
   {
     const FrozenParameters frozen(model.parameters());
-    for_each_batch(batcher, max_batches, "head_importance", [&](const auto& batch) {
+    train::for_each_batch(batcher, max_batches, "head_importance", [&](const auto& batch) {
       r.sequences += add_gate_derivatives(model, batch.inputs, batch.targets, key_padding_of(batch), dtype, raw);
     });
   }
@@ -138,4 +138,4 @@ HeadImportance head_importance(const layers::LanguageModel& model, data::MaskedL
   return measure(model, sequential_batcher, max_batches);
 }
 
-}  // namespace tf::train
+}  // namespace tf::inspect

@@ -3,7 +3,7 @@
 // that head alone is masked. The figures of `tapeformer heads`.
 //
 //   auto batcher = tf::train::causal_eval_batcher(run, tf::train::tokenize(run, val_text));
-//   tf::train::HeadImportance r = tf::train::head_importance(*run.model, batcher, /*max_batches=*/40);
+//   tf::inspect::HeadImportance r = tf::inspect::head_importance(*run.model, batcher, /*max_batches=*/40);
 //   // r.heads[0]: the most important head: .layer, .head, .importance, .masked_loss - r.loss
 //
 // Note [head importance]
@@ -27,7 +27,7 @@
 #include "data/batcher.h"
 #include "layers/models/model.h"
 
-namespace tf::train {
+namespace tf::inspect {
 
 struct HeadScore {
   int64_t layer = 0, head = 0;
@@ -52,4 +52,4 @@ HeadImportance head_importance(const layers::LanguageModel& model, data::CausalB
 HeadImportance head_importance(const layers::LanguageModel& model, data::MaskedLmBatcher& sequential_batcher,
                                int64_t max_batches);
 
-}  // namespace tf::train
+}  // namespace tf::inspect
