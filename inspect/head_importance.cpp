@@ -52,19 +52,21 @@ class FrozenParameters {
 // inputs, targets (B, T) i32; key_padding (B, T) or undefined.
 int64_t add_gate_derivatives(const layers::LanguageModel& model, const Tensor& inputs, const Tensor& targets,
                              const Tensor& key_padding, DType dtype, std::vector<double>& raw) {
-  const int64_t L = model.config().n_layers, H = model.config().n_heads, B = targets.dim(0), T = targets.dim(1);
+  const layers::ModelConfig& config = model.config();
+  const int64_t L = config.n_layers, B = targets.dim(0), T = targets.dim(1);
   std::vector<int64_t> predicted(static_cast<size_t>(B), 0);  // n_b
   const int32_t* target = targets.data<int32_t>();             // (B, T)
   for (int64_t i = 0; i < B * T; ++i) predicted[static_cast<size_t>(i / T)] += target[i] != data::kIgnoreIndex;
   int64_t N = 0;
   for (int64_t n : predicted) N += n;
   if (N == 0) return 0;
-  std::vector<Tensor> gates;  // L x (B, H), all 1
-  for (int64_t l = 0; l < L; ++l) gates.push_back(Tensor::full({B, H}, 1.0, dtype).set_requires_grad());
+  std::vector<Tensor> gates;  // L x (B, H_l), all 1
+  for (int64_t l = 0; l < L; ++l) gates.push_back(Tensor::full({B, config.heads(l)}, 1.0, dtype).set_requires_grad());
   layers::Context ctx;
   ctx.head_gates = &gates;
   backward(model.loss(inputs, targets, key_padding, ctx));
-  for (int64_t l = 0; l < L; ++l) {
+  for (int64_t l = 0, first = 0; l < L; first += config.heads(l), ++l) {
+    const int64_t H = config.heads(l);
     const Tensor grad = gates[static_cast<size_t>(l)].grad();  // (B, H); undefined: the loss ignores the layer
     if (!grad.defined()) continue;
     const std::vector<double> g = grad.to_vector();
@@ -72,7 +74,7 @@ int64_t add_gate_derivatives(const layers::LanguageModel& model, const Tensor& i
       const int64_t n = predicted[static_cast<size_t>(b)];
       if (n == 0) continue;
       for (int64_t h = 0; h < H; ++h)
-        raw[static_cast<size_t>(l * H + h)] += std::abs(static_cast<double>(N) / static_cast<double>(n) * g[b * H + h]);
+        raw[static_cast<size_t>(first + h)] += std::abs(static_cast<double>(N) / static_cast<double>(n) * g[b * H + h]);
     }
   }
   int64_t rows = 0;
@@ -81,8 +83,10 @@ int64_t add_gate_derivatives(const layers::LanguageModel& model, const Tensor& i
 }
 
 template <class Batcher>
-HeadImportance measure(const layers::LanguageModel& model, Batcher& batcher, int64_t max_batches) {
-  const int64_t L = model.config().n_layers, H = model.config().n_heads;
+HeadImportance measure(const layers::LanguageModel& model, Batcher& batcher, int64_t max_batches,
+                       bool masked_losses) {
+  const layers::ModelConfig& config = model.config();
+  const int64_t L = config.n_layers;
   const DType dtype = model.parameters().front().tensor.dtype();
   HeadImportance r;
   const train::EvalResult all_heads = evaluate(model, batcher, max_batches, layers::Context());
@@ -92,15 +96,16 @@ HeadImportance measure(const layers::LanguageModel& model, Batcher& batcher, int
   r.tokens = all_heads.tokens;
   r.batches = all_heads.batches;
 
-  std::vector<double> raw(static_cast<size_t>(L * H), 0.0);  // (L H): sum over sequences of |dL(x)/dxi|
+  std::vector<double> raw(static_cast<size_t>(config.total_heads()), 0.0);  // layer by layer: sum over sequences of |dL(x)/dxi|
   {
     const FrozenParameters frozen(model.parameters());
     train::for_each_batch(batcher, max_batches, "head_importance", [&](const auto& batch) {
       r.sequences += add_gate_derivatives(model, batch.inputs, batch.targets, key_padding_of(batch), dtype, raw);
     });
   }
-  for (int64_t l = 0; l < L; ++l) {
-    auto mean = [&](int64_t h) { return raw[static_cast<size_t>(l * H + h)] / static_cast<double>(r.sequences); };
+  for (int64_t l = 0, first = 0; l < L; first += config.heads(l), ++l) {
+    const int64_t H = config.heads(l);
+    auto mean = [&](int64_t h) { return raw[static_cast<size_t>(first + h)] / static_cast<double>(r.sequences); };
     double norm = 0;  // l2 norm of the layer's mean importances
     for (int64_t h = 0; h < H; ++h) norm += mean(h) * mean(h);
     norm = std::sqrt(norm);
@@ -110,14 +115,16 @@ HeadImportance measure(const layers::LanguageModel& model, Batcher& batcher, int
       s.head = h;
       s.raw_importance = mean(h);
       s.importance = norm > 0 ? s.raw_importance / norm : 0.0;
-      // Gates of 1 leave the other heads exactly as they are (layers/attention.cpp, gate_heads).
-      std::vector<Tensor> gates(static_cast<size_t>(L), Tensor::full({H}, 1.0, dtype));
-      std::vector<double> masked(static_cast<size_t>(H), 1.0);
-      masked[static_cast<size_t>(h)] = 0.0;
-      gates[static_cast<size_t>(l)] = Tensor::from_vector(masked, {H}, dtype);
-      layers::Context ctx;
-      ctx.head_gates = &gates;
-      s.masked_loss = evaluate(model, batcher, max_batches, ctx).loss;
+      if (masked_losses) {
+        // Gates of 1 leave the other heads exactly as they are (layers/attention.cpp, gate_heads).
+        std::vector<Tensor> gates = all_open_gates(config, dtype);
+        std::vector<double> masked(static_cast<size_t>(H), 1.0);
+        masked[static_cast<size_t>(h)] = 0.0;
+        gates[static_cast<size_t>(l)] = Tensor::from_vector(masked, {H}, dtype);
+        layers::Context ctx;
+        ctx.head_gates = &gates;
+        s.masked_loss = evaluate(model, batcher, max_batches, ctx).loss;
+      }
       r.heads.push_back(s);
     }
   }
@@ -128,14 +135,20 @@ HeadImportance measure(const layers::LanguageModel& model, Batcher& batcher, int
 
 }  // namespace
 
+std::vector<Tensor> all_open_gates(const layers::ModelConfig& config, DType dtype) {
+  std::vector<Tensor> gates;
+  for (int64_t l = 0; l < config.n_layers; ++l) gates.push_back(Tensor::full({config.heads(l)}, 1.0, dtype));
+  return gates;
+}
+
 HeadImportance head_importance(const layers::LanguageModel& model, data::CausalBatcher& sequential_batcher,
-                               int64_t max_batches) {
-  return measure(model, sequential_batcher, max_batches);
+                               int64_t max_batches, bool masked_losses) {
+  return measure(model, sequential_batcher, max_batches, masked_losses);
 }
 
 HeadImportance head_importance(const layers::LanguageModel& model, data::MaskedLmBatcher& sequential_batcher,
-                               int64_t max_batches) {
-  return measure(model, sequential_batcher, max_batches);
+                               int64_t max_batches, bool masked_losses) {
+  return measure(model, sequential_batcher, max_batches, masked_losses);
 }
 
 }  // namespace tf::inspect

@@ -33,7 +33,7 @@ struct HeadScore {
   int64_t layer = 0, head = 0;
   double importance = 0;      // raw_importance / the l2 norm of its layer's raw importances
   double raw_importance = 0;  // mean over sequences of |dL(x)/dxi_h| (Note [head importance])
-  double masked_loss = 0;     // the loss with this head's gate at 0 and every other at 1
+  double masked_loss = 0;     // the loss with this head's gate at 0 and every other at 1 (when measured)
 };
 
 struct HeadImportance {
@@ -45,11 +45,14 @@ struct HeadImportance {
 };
 
 // Reads the sequential batcher's batches (at most max_batches, 0 = the whole pass) once with gates that
-// record their gradient, then once with no head masked and once per head masked; each pass rewinds it.
-// tf::Error when the batches hold no predicted token.
+// record their gradient, then once with no head masked and, with masked_losses, once per head masked;
+// each pass rewinds it. tf::Error when the batches hold no predicted token.
 HeadImportance head_importance(const layers::LanguageModel& model, data::CausalBatcher& sequential_batcher,
-                               int64_t max_batches);
+                               int64_t max_batches, bool masked_losses = true);
 HeadImportance head_importance(const layers::LanguageModel& model, data::MaskedLmBatcher& sequential_batcher,
-                               int64_t max_batches);
+                               int64_t max_batches, bool masked_losses = true);
+
+// A gate of 1 per head of every layer (layers::Context::head_gates): the model as it is.
+std::vector<Tensor> all_open_gates(const layers::ModelConfig& config, DType dtype);
 
 }  // namespace tf::inspect

@@ -25,8 +25,8 @@ Tensor gate_heads(const Tensor& o, const Tensor& gate) {
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o) {
-  TF_CHECK_INPUT(o.n_heads > 0 && o.d_model % o.n_heads == 0, "d_model ", o.d_model,
-                 " is not divisible by n_heads ", o.n_heads);
+  TF_CHECK_INPUT(o.n_heads > 0 && (o.head_dim > 0 || o.d_model % o.n_heads == 0), "d_model ", o.d_model,
+                 " is not divisible by n_heads ", o.n_heads, " and no head_dim is given");
   TF_CHECK_INPUT(kv_heads() > 0 && o.n_heads % kv_heads() == 0, "n_heads ", o.n_heads,
                  " is not a multiple of n_kv_heads ", kv_heads());
   TF_CHECK_INPUT(!o.rope || head_dim() % 2 == 0, "RoPE needs an even head_dim, got ", head_dim());

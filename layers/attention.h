@@ -1,7 +1,7 @@
 // Multi-head self-attention (Vaswani et al. 2017, section 3.2.2) with one fused QKV projection.
 //
 // B = batch, T = time, C = d_model, H = query heads, G = key/value heads (G = H unless grouped-
-// query attention), D = head_dim = C / H.
+// query attention), D = head_dim = C / H unless set (then H D may differ from C).
 //
 //   qkv = x W_qkv^T + b         (B, T, (H + 2G) D)   one matmul, never a loop over heads
 //   q, k, v = split(qkv)        (B, T, H D), (B, T, G D), (B, T, G D)
@@ -26,6 +26,7 @@ struct MultiHeadAttention {
     int64_t d_model = 64;
     int64_t n_heads = 4;
     int64_t n_kv_heads = 0;   // 0 means n_heads; fewer is grouped-query attention
+    int64_t head_dim = 0;     // D; 0 means d_model / n_heads (a pruned layer keeps its D with fewer heads)
     bool causal = false;      // GPT: query i sees keys j <= i
     bool bias = true;
     bool rope = false;        // rotate queries and keys (Su et al. 2021)
@@ -43,7 +44,7 @@ struct MultiHeadAttention {
 
   MultiHeadAttention() = default;
   MultiHeadAttention(const Options& options, Init& init);
-  int64_t head_dim() const { return options.d_model / options.n_heads; }
+  int64_t head_dim() const { return options.head_dim > 0 ? options.head_dim : options.d_model / options.n_heads; }
   int64_t kv_heads() const { return options.n_kv_heads > 0 ? options.n_kv_heads : options.n_heads; }
 
   // x: (B, T, C); key_padding: (B, T) with 1 for real tokens and 0 for padding, or undefined.

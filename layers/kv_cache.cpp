@@ -13,13 +13,22 @@ KvCache::KvCache(const Options& o) : options_(o) {
   TF_CHECK(o.dtype != DType::i32, "KvCache: keys and values are floating point, got i32");
   TF_CHECK(o.window >= 0 && (o.window == 0 || o.window <= o.capacity), "KvCache: the window ", o.window,
            " must be >= 0 and fit the capacity ", o.capacity);
+  TF_CHECK(o.kv_heads_per_layer.empty() || static_cast<int64_t>(o.kv_heads_per_layer.size()) == o.n_layers,
+           "KvCache: kv_heads_per_layer lists ", o.kv_heads_per_layer.size(), " layers, not n_layers ", o.n_layers);
   layers_.resize(o.n_layers);
   // Zeros rather than empty(): the rows past length() are never read, but a kernel that swept a
   // whole buffer would then meet finite numbers, not whatever the allocator left.
-  for (Layer& layer : layers_) {
-    layer.keys = Tensor::zeros({o.batch, o.kv_heads, o.capacity, o.head_dim}, o.dtype);    // (B, G, L, D)
-    layer.values = Tensor::zeros({o.batch, o.kv_heads, o.capacity, o.head_dim}, o.dtype);  // (B, G, L, D)
+  for (int64_t l = 0; l < o.n_layers; ++l) {
+    const int64_t G = kv_heads(l);
+    TF_CHECK(G > 0, "KvCache: layer ", l, " has ", G, " key/value heads");
+    layers_[l].keys = Tensor::zeros({o.batch, G, o.capacity, o.head_dim}, o.dtype);    // (B, G, L, D)
+    layers_[l].values = Tensor::zeros({o.batch, G, o.capacity, o.head_dim}, o.dtype);  // (B, G, L, D)
   }
+}
+
+int64_t KvCache::kv_heads(int64_t layer) const {
+  return options_.kv_heads_per_layer.empty() ? options_.kv_heads
+                                             : options_.kv_heads_per_layer.at(static_cast<size_t>(layer));
 }
 
 ops::KvBuffers KvCache::layer(int64_t layer) const {
@@ -38,10 +47,11 @@ void KvCache::make_room(int64_t t) {
   if (options_.window == 0 || rows_ + t <= options_.capacity) return;
   // Keep rows rows_ - kept .. rows_ - 1 of every head, moved to the front: what the next query sees.
   const int64_t kept = std::min(rows_, options_.window - 1), drop = rows_ - kept;
-  const int64_t heads = options_.batch * options_.kv_heads, L = options_.capacity;
+  const int64_t L = options_.capacity;
   const size_t row_bytes = options_.head_dim * dtype_size(options_.dtype);
-  for (Layer& layer : layers_)
-    for (Tensor* buffer : {&layer.keys, &layer.values}) {
+  for (int64_t l = 0; l < options_.n_layers; ++l)
+    for (Tensor* buffer : {&layers_[l].keys, &layers_[l].values}) {
+      const int64_t heads = options_.batch * kv_heads(l);
       auto* base = static_cast<std::byte*>(buffer->raw_data());
       for (int64_t h = 0; h < heads; ++h)
         std::memmove(base + h * L * row_bytes, base + (h * L + drop) * row_bytes, kept * row_bytes);

@@ -38,6 +38,7 @@ class KvCache {
     int64_t n_layers = 4;
     int64_t batch = 1;       // B
     int64_t kv_heads = 4;    // G, e.g. 6 (multi-head) or 2 (grouped-query)
+    std::vector<int64_t> kv_heads_per_layer;  // G of each layer when they differ (a pruned model); empty: kv_heads
     int64_t capacity = 256;  // L, positions it holds, e.g. max_seq_len = 256, or 2w with a window
     int64_t head_dim = 32;   // D, e.g. 64
     DType dtype = DType::f32;
@@ -66,6 +67,7 @@ class KvCache {
   ops::KvBuffers layer(int64_t layer) const;
   // Marks the T positions every layer has just appended as held.
   void advance(int64_t t);
+  int64_t kv_heads(int64_t layer) const;  // G of that layer
 
  private:
   struct Layer {

@@ -116,9 +116,12 @@ def _unquote(text):
 
 
 def parse_scalar(text):
-    """A plain or double-quoted scalar of the stored recipe: bool, int, float or str."""
+    """A plain or double-quoted scalar of the stored recipe (bool, int, float or str), or a flow list of
+    integers such as model.heads_per_layer's [4, 3, 2, 4]."""
     if len(text) >= 2 and text[0] == text[-1] == '"':
         return _unquote(text)
+    if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
+        return [int(item) for item in text[1:-1].split(",") if item.strip()]
     if text in ("true", "false"):
         return text == "true"
     for kind in (int, float):
@@ -130,7 +133,7 @@ def parse_scalar(text):
 
 
 def parse_recipe(text):
-    """The stored recipe (Recipe::to_yaml: sections of `key: scalar` lines) -> {section: {key: value}}."""
+    """The stored recipe (Recipe::to_yaml: sections of `key: value` lines) -> {section: {key: value}}."""
     recipe, section = {}, None
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():

@@ -11,7 +11,7 @@ tests/golden/make_golden.py (the golden values tests/layers/golden_test.cpp comp
 Every configuration a recipe can describe is computed; a value this file does not know (a newer
 recipe) is refused by ModelConfig, naming the key.
 
-B = batch, T = sequence length, C = d_model, H = n_heads, G = n_kv_heads, D = C / H (head size),
+B = batch, T = sequence length, C = d_model, H = n_heads, G = n_kv_heads, D = model.head_dim or C / H (head size),
 F = d_ff, V = vocabulary size, nb = relative_buckets.
 """
 import dataclasses
@@ -46,6 +46,8 @@ class ModelConfig:
     n_layers: int = 4
     n_heads: int = 4
     n_kv_heads: int = 0                # 0: n_heads; fewer is grouped-query attention
+    heads_per_layer: list = dataclasses.field(default_factory=list)  # a pruned model's; empty: n_heads each
+    head_dim: int = 0                  # 0: d_model / n_heads
     d_ff: int = 0                      # 0: 4 d_model
     position: str = "learned"
     attention_window: int = 0          # 0: no sliding window
@@ -88,9 +90,16 @@ class ModelConfig:
         if self.arch == "bert" and not self.tie_embeddings:
             raise UnsupportedConfig("model.tie_embeddings: false with model.arch bert "
                                     "(its decoder is the token embedding)")
-        if self.d_model % self.n_heads or self.n_heads % self.kv_heads:
+        if (self.d_model % self.n_heads and not self.head_dim) or self.n_heads % self.kv_heads:
             raise UnsupportedConfig(f"model.d_model {self.d_model}, n_heads {self.n_heads}, n_kv_heads "
                                     f"{self.n_kv_heads}: d_model must divide by n_heads, n_heads by n_kv_heads")
+        group = self.n_heads // self.kv_heads
+        if self.heads_per_layer and (len(self.heads_per_layer) != self.n_layers or
+                                     any(h <= 0 or h % group for h in self.heads_per_layer)):
+            raise UnsupportedConfig(f"model.heads_per_layer {self.heads_per_layer}: one positive multiple of "
+                                    f"n_heads / n_kv_heads = {group} per layer ({self.n_layers} layers)")
+        if self.heads_per_layer and self.position == "alibi":
+            raise UnsupportedConfig("model.heads_per_layer with model.position alibi (tapeformer refuses it too)")
 
     @classmethod
     def from_dict(cls, values):
@@ -102,8 +111,16 @@ class ModelConfig:
         return cls(**values)
 
     @property
-    def head_dim(self):
-        return self.d_model // self.n_heads
+    def d_head(self):
+        """D: model.head_dim, or d_model / n_heads."""
+        return self.head_dim or self.d_model // self.n_heads
+
+    def heads(self, layer):
+        """Query heads of a layer (a pruned model's differ), and its key/value heads."""
+        return self.heads_per_layer[layer] if self.heads_per_layer else self.n_heads
+
+    def kv_heads_of(self, layer):
+        return self.heads(layer) // (self.n_heads // self.kv_heads)
 
     @property
     def kv_heads(self):
@@ -241,7 +258,7 @@ class AttentionPattern:
             self.buckets = torch.tensor(table)[i - j + T - 1]
         self.rope = None  # cos, sin (T, D/2)
         if cfg.position == "rope":
-            f, magnitude = rope_frequencies(cfg.head_dim, cfg)
+            f, magnitude = rope_frequencies(cfg.d_head, cfg)
             angle = torch.arange(T, dtype=torch.float64)[:, None] * f
             self.rope = ((magnitude * torch.cos(angle)).to(dtype), (magnitude * torch.sin(angle)).to(dtype))
 
@@ -277,10 +294,11 @@ def gelu(x, cfg):
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, layer):
         super().__init__()
         self.cfg = cfg
-        H, G, D = cfg.n_heads, cfg.kv_heads, cfg.head_dim
+        self.H, self.G = cfg.heads(layer), cfg.kv_heads_of(layer)
+        H, G, D = self.H, self.G, cfg.d_head
         self.qkv = nn.Linear(cfg.d_model, (H + 2 * G) * D, bias=cfg.bias)
         self.proj = nn.Linear(H * D, cfg.d_model, bias=cfg.bias)
         if cfg.position == "t5":
@@ -289,7 +307,7 @@ class Attention(nn.Module):
     def forward(self, x, pattern, key_padding):
         cfg = self.cfg
         B, T, _ = x.shape
-        H, G, D = cfg.n_heads, cfg.kv_heads, cfg.head_dim
+        H, G, D = self.H, self.G, cfg.d_head
         q, k, v = self.qkv(x).split([H * D, G * D, G * D], dim=-1)  # (B, T, H D), (B, T, G D) x 2
         q = q.reshape(B, T, H, D).transpose(1, 2)                     # (B, H, T, D)
         k = k.reshape(B, T, G, D).transpose(1, 2)                     # (B, G, T, D)
@@ -330,11 +348,11 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, layer):
         super().__init__()
         self.pre_norm, self.p = cfg.pre_norm, cfg.dropout
         self.ln_1 = Norm(cfg)
-        self.attn = Attention(cfg)
+        self.attn = Attention(cfg, layer)
         self.ln_2 = Norm(cfg)
         self.mlp = FeedForward(cfg)
 
@@ -373,7 +391,7 @@ class Model(nn.Module):
             self.position_embedding = nn.Embedding(cfg.max_seq_len, cfg.d_model)
         if cfg.arch == "bert":
             self.embedding_norm = Norm(cfg)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
         if cfg.arch == "gpt":
             self.ln_f = Norm(cfg)
             if not cfg.tie_embeddings:

@@ -58,10 +58,16 @@ layers::ModelConfig shrink(layers::ModelConfig c, const ModelCheckOptions& o) {
   TF_CHECK_INPUT(o.vocab >= 2 && o.seq_len >= 1 && o.batch >= 1 && o.layers >= 1 && o.d_model >= 0 && o.perturb >= 0,
                  "gradcheck: --vocab must be >= 2, --seq-len, --batch, --layers >= 1 and --perturb >= 0");
   int64_t d_model = o.d_model;
-  if (d_model == 0) {
-    const int64_t head_dim = std::max<int64_t>(2, (8 / c.n_heads + 1) / 2 * 2);
-    d_model = c.n_heads * head_dim;
+  const int64_t small_head_dim = std::max<int64_t>(2, (8 / c.n_heads + 1) / 2 * 2);
+  if (d_model == 0) d_model = c.n_heads * small_head_dim;
+  // A pruned model's per-layer heads: the first --layers of them, repeated if there are fewer; its
+  // explicit head size shrinks with d_model.
+  if (!c.heads_per_layer.empty()) {
+    std::vector<int64_t> heads;
+    for (int64_t l = 0; l < o.layers; ++l) heads.push_back(c.heads_per_layer[l % c.heads_per_layer.size()]);
+    c.heads_per_layer = heads;
   }
+  if (c.d_head > 0) c.d_head = small_head_dim;
   if (c.d_ff > 0) c.d_ff = std::max<int64_t>(1, c.d_ff * d_model / c.d_model);
   c.d_model = d_model;
   c.vocab_size = o.vocab;
@@ -117,9 +123,15 @@ int check_model(const ModelCheckOptions& o) {
   std::vector<std::string> names;
   for (const auto& p : params) inputs.push_back(p.tensor), names.push_back(p.name);
 
-  std::printf("%s: d_model %lld, n_layers %lld, n_heads %lld, n_kv_heads %lld, d_ff %lld, vocab %lld, position %s, "
+  std::string heads = std::to_string(c.n_heads);
+  if (!c.heads_per_layer.empty()) {
+    heads = "[";
+    for (int64_t l = 0; l < c.n_layers; ++l) heads += (l ? ", " : "") + std::to_string(c.heads(l));
+    heads += "] of head_dim " + std::to_string(c.head_dim());
+  }
+  std::printf("%s: d_model %lld, n_layers %lld, n_heads %s, n_kv_heads %lld, d_ff %lld, vocab %lld, position %s, "
               "%s; batch %lld x %lld, %s loss%s; %lld parameters moved by normal(0, %g)\n",
-              bert ? "bert" : "gpt", (long long)c.d_model, (long long)c.n_layers, (long long)c.n_heads,
+              bert ? "bert" : "gpt", (long long)c.d_model, (long long)c.n_layers, heads.c_str(),
               (long long)c.kv_heads(), (long long)c.ff_width(),
               (long long)c.vocab_size, layers::position_encoding_name(c.position), c.pre_norm ? "pre-LN" : "post-LN",
               (long long)o.batch, (long long)o.seq_len, bert ? "masked-LM (padding, ignored targets)" : "causal LM",

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   tf::tools::add_info_command(app, exit_code);
   tf::tools::add_inspect_command(app, exit_code);
   tf::tools::add_heads_command(app, exit_code);
+  tf::tools::add_prune_command(app, exit_code);
   tf::tools::add_plot_command(app, exit_code);
   tf::tools::add_report_command(app, exit_code);
   tf::tools::add_gradcheck_command(app, exit_code);

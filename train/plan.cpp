@@ -53,7 +53,7 @@ int64_t non_embedding_parameters(const layers::ParamList& params) {
 // Q K^T and P V, 2 T d each per layer forward, times 3 with backward, every key for every query.
 double training_flops_per_token(const layers::ParamList& params, const layers::ModelConfig& m, int64_t seq_len) {
   return 6.0 * static_cast<double>(non_embedding_parameters(params)) +
-         12.0 * static_cast<double>(m.n_layers) * static_cast<double>(m.d_model) * static_cast<double>(seq_len);
+         12.0 * static_cast<double>(m.total_heads() * m.head_dim()) * static_cast<double>(seq_len);  // 12 L d T
 }
 
 double machine_memory_bytes() {

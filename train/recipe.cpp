@@ -224,6 +224,19 @@ class Binder {
   void set(const std::string& key, const YAML::Node& value, const std::string& at) {
     const Field* field = find_field(key);
     if (!field) fail(at, "unknown key '" + key + "'" + did_you_mean(key));
+    if (field->is_list && value.IsSequence()) {
+      std::string items;
+      for (const YAML::Node& item : value) {
+        if (!item.IsScalar()) fail(at, "key '" + key + "' expects " + article(field->type) + ", got a nested value");
+        items += (items.empty() ? "" : ", ") + item.Scalar();
+      }
+      try {
+        field->set(recipe_, items);
+      } catch (const BadValue& bad) {
+        fail(at, "key '" + key + "' expects " + bad.expected + ", got [" + items + "]");
+      }
+      return;
+    }
     if (!value.IsScalar()) {
       const char* got = value.IsNull() ? "nothing" : value.IsMap() ? "a mapping" : "a list";
       fail(at, "key '" + key + "' expects " + article(field->type) + ", got " + got);
@@ -305,7 +318,16 @@ std::string Recipe::to_yaml() const {
       open_section = section;
     }
     out << YAML::Key << f.key.substr(f.key.find('.') + 1) << YAML::Value;
-    if (f.is_string)
+    if (f.is_list) {
+      out << YAML::Flow << YAML::BeginSeq;
+      const std::string list = f.get(*this), items = list.substr(1, list.size() - 2);  // inside [ ]
+      for (size_t at = 0; at < items.size();) {
+        const size_t comma = std::min(items.find(", ", at), items.size());
+        out << items.substr(at, comma - at);
+        at = comma + 2;
+      }
+      out << YAML::EndSeq;
+    } else if (f.is_string)
       out << YAML::DoubleQuoted << f.get(*this);
     else
       out << f.get(*this);

@@ -1,9 +1,11 @@
 // Every recipe key: type, range, meaning, accessors. Defaults live in the config structs.
 #include "train/recipe_schema.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 namespace tf::train {
 
@@ -31,6 +33,38 @@ Field integer(std::string key, std::string meaning, Ref ref, int64_t min,
             if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max) throw BadValue{"an " + type};
             ref(r) = v;
           }};
+}
+
+// A list of integers, each in [min, max]; empty is allowed (the default it stands for is in `meaning`).
+template <class Ref>
+Field integer_list(std::string key, std::string meaning, Ref ref, int64_t min, int64_t max) {
+  std::string type = "list of integers in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  Field f{key, type, meaning, false,
+          [ref](const Recipe& r) {
+            std::string out;
+            for (int64_t v : ref(const_cast<Recipe&>(r))) out += (out.empty() ? "" : ", ") + std::to_string(v);
+            return "[" + out + "]";
+          },
+          [ref, min, max, type](Recipe& r, const std::string& s) {
+            std::string_view rest(s);
+            if (rest.size() >= 2 && rest.front() == '[' && rest.back() == ']') rest = rest.substr(1, rest.size() - 2);
+            std::vector<int64_t> values;
+            while (rest.find_first_not_of(" ") != std::string_view::npos) {
+              const size_t comma = std::min(rest.find(','), rest.size());
+              std::string_view item = rest.substr(0, comma);
+              item.remove_prefix(std::min(item.find_first_not_of(' '), item.size()));
+              item = item.substr(0, item.find_last_not_of(' ') + 1);
+              int64_t v = 0;
+              auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+              if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < min || v > max)
+                throw BadValue{"a " + type};
+              values.push_back(v);
+              rest = rest.substr(std::min(comma + 1, rest.size()));
+            }
+            ref(r) = values;
+          }};
+  f.is_list = true;
+  return f;
 }
 
 // A number in [min, max] (or (min, max] when min_open).
@@ -112,6 +146,9 @@ std::vector<Field> make_fields() {
       integer("model.n_layers", "transformer blocks", REF(model.n_layers), 1, 1024),
       integer("model.n_heads", "attention heads; d_model must be divisible by it", REF(model.n_heads), 1, 1024),
       integer("model.n_kv_heads", "key/value heads (grouped-query attention); 0 means n_heads", REF(model.n_kv_heads), 0, 1024),
+      integer_list("model.heads_per_layer", "query heads of each layer, e.g. [4, 3, 2, 4] (a pruned model); empty: model.n_heads in every layer",
+                   REF(model.heads_per_layer), 1, 1024),
+      integer("model.head_dim", "size of each head; 0 means d_model / n_heads (a pruned model states it)", REF(model.d_head), 0, 1 << 16),
       integer("model.d_ff", "feed-forward hidden width; 0 means 4 * d_model", REF(model.d_ff), 0, 1 << 20),
       choice("model.position", "position encoding (docs/models.md)", REF(model.position),
              named(layers::kPositionEncodings, layers::position_encoding_name)),

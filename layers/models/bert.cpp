@@ -15,7 +15,7 @@ Bert::Bert(const ModelConfig& c, Init& init) : config_(c) {
   position = AbsolutePosition({c.position, c.max_seq_len, c.d_model}, init);
   if (c.n_segments > 0) segment_embedding = Embedding({c.n_segments, c.d_model, c.init_std}, init);
   embedding_norm = LayerNorm({c.d_model, c.ln_eps, c.norm}, init);
-  for (int64_t i = 0; i < c.n_layers; ++i) blocks.emplace_back(c.block_options(), init);
+  for (int64_t i = 0; i < c.n_layers; ++i) blocks.emplace_back(c.block_options(i), init);
   mlm_dense = Linear({c.d_model, c.d_model, c.bias, c.init_std}, init);
   mlm_norm = LayerNorm({c.d_model, c.ln_eps, c.norm}, init);
   if (c.bias) mlm_bias = init.zeros({c.vocab_size});  // model.bias: false removes every linear layer's bias

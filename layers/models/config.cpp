@@ -5,12 +5,25 @@
 
 namespace tf::layers {
 
-TransformerBlock::Options ModelConfig::block_options() const {
+int64_t ModelConfig::heads(int64_t layer) const {
+  return heads_per_layer.empty() ? n_heads : heads_per_layer.at(static_cast<size_t>(layer));
+}
+
+int64_t ModelConfig::kv_heads(int64_t layer) const { return heads(layer) / group_size(); }
+
+int64_t ModelConfig::total_heads() const {
+  int64_t total = 0;
+  for (int64_t l = 0; l < n_layers; ++l) total += heads(l);
+  return total;
+}
+
+TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
   TransformerBlock::Options b;
   const double residual_std = init_std / std::sqrt(2.0 * n_layers);
   b.attn.d_model = d_model;
-  b.attn.n_heads = n_heads;
-  b.attn.n_kv_heads = kv_heads();
+  b.attn.n_heads = heads(layer);
+  b.attn.n_kv_heads = kv_heads(layer);
+  b.attn.head_dim = head_dim();
   b.attn.causal = causal;
   b.attn.bias = bias;
   b.attn.rope = position == PositionEncoding::rope;
@@ -44,14 +57,31 @@ void ModelConfig::validate() const {
   TF_CHECK_CONFIG(max_seq_len > 0, ({"model.max_seq_len"}), "model.max_seq_len must be positive, got ", max_seq_len);
   TF_CHECK_CONFIG(d_model > 0 && n_layers > 0 && n_heads > 0, ({"model.d_model", "model.n_layers", "model.n_heads"}),
                   "model.d_model, n_layers and n_heads must be positive");
-  TF_CHECK_CONFIG(d_model % n_heads == 0, ({"model.d_model", "model.n_heads"}), "model.d_model (", d_model,
-                  ") must be divisible by model.n_heads (", n_heads, ")");
+  TF_CHECK_CONFIG(d_head > 0 || d_model % n_heads == 0, ({"model.d_model", "model.n_heads"}), "model.d_model (",
+                  d_model, ") must be divisible by model.n_heads (", n_heads, "), or model.head_dim given");
+  TF_CHECK_CONFIG(d_head >= 0, ({"model.head_dim"}), "model.head_dim must be >= 0 (0 means d_model / n_heads), got ",
+                  d_head);
   TF_CHECK_CONFIG(n_kv_heads >= 0 && (n_kv_heads == 0 || n_heads % n_kv_heads == 0),
                   ({"model.n_heads", "model.n_kv_heads"}), "model.n_heads (", n_heads,
                   ") must be a multiple of model.n_kv_heads (", n_kv_heads, ")");
   TF_CHECK_CONFIG(position != PositionEncoding::rope || head_dim() % 2 == 0,
-                  ({"model.position", "model.d_model", "model.n_heads"}),
-                  "model.position rope needs an even head_dim, got d_model / n_heads = ", head_dim());
+                  ({"model.position", "model.head_dim", "model.d_model", "model.n_heads"}),
+                  "model.position rope needs an even head_dim, got ", head_dim());
+  if (!heads_per_layer.empty()) {
+    TF_CHECK_CONFIG(static_cast<int64_t>(heads_per_layer.size()) == n_layers,
+                    ({"model.heads_per_layer", "model.n_layers"}), "model.heads_per_layer lists ",
+                    heads_per_layer.size(), " layers, model.n_layers is ", n_layers);
+    for (size_t l = 0; l < heads_per_layer.size(); ++l)
+      TF_CHECK_CONFIG(heads_per_layer[l] > 0 && heads_per_layer[l] % group_size() == 0, ({"model.heads_per_layer"}),
+                      "model.heads_per_layer: layer ", l, " has ", heads_per_layer[l],
+                      " heads; each layer needs at least one, a multiple of the group size n_heads / n_kv_heads = ",
+                      group_size());
+    // ALiBi's slope is a function of a head's index among n_heads (Press et al. 2022, section 3); a layer
+    // with heads removed would give its remaining heads other slopes than they were trained with.
+    TF_CHECK_CONFIG(position != PositionEncoding::alibi, ({"model.heads_per_layer", "model.position"}),
+                    "model.heads_per_layer cannot be used with model.position alibi: each head's slope follows its "
+                    "index among model.n_heads");
+  }
   const ops::RopeScaling& sc = rope_scaling;
   TF_CHECK_CONFIG(sc.factor >= 1 && std::isfinite(sc.factor), ({"model.rope_scaling_factor"}),
                   "model.rope_scaling_factor must be >= 1 (the new context over the trained one), got ", sc.factor);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "framework/ops/activation.h"
 #include "framework/ops/rope.h"
@@ -21,6 +22,11 @@ struct ModelConfig {
   int64_t n_layers = 4;
   int64_t n_heads = 4;
   int64_t n_kv_heads = 0;      // 0: same as n_heads; fewer is grouped-query attention
+  // Query heads of each layer when they differ (a pruned model, `tapeformer prune`); empty: n_heads in
+  // every layer. Each keeps the group size n_heads / kv_heads(), so layer l has heads(l) / group_size()
+  // key/value heads.
+  std::vector<int64_t> heads_per_layer;
+  int64_t d_head = 0;          // recipe key model.head_dim; 0: d_model / n_heads
   int64_t d_ff = 0;            // 0: 4 * d_model
   PositionEncoding position = PositionEncoding::learned;
   double rope_theta = 10000.0;
@@ -44,12 +50,16 @@ struct ModelConfig {
   double init_std = 0.02;
 
   // The defaults that depend on other fields, resolved here and only here; layers are given these.
-  int64_t head_dim() const { return d_model / n_heads; }
+  int64_t head_dim() const { return d_head > 0 ? d_head : d_model / n_heads; }
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }  // n_kv_heads, 0 = n_heads
+  int64_t group_size() const { return n_heads / kv_heads(); }  // query heads per key/value head
+  int64_t heads(int64_t layer) const;     // query heads of a layer
+  int64_t kv_heads(int64_t layer) const;  // its key/value heads: heads(layer) / group_size()
+  int64_t total_heads() const;            // query heads of all layers
   int64_t ff_width() const { return d_ff > 0 ? d_ff : 4 * d_model; }          // d_ff, 0 = 4 d_model
   // The block options this config implies; causal for GPT. GPT-2's scaled init of the residual
   // projections: std = init_std / sqrt(2 n_layers) (Radford et al. 2019, section 2.3).
-  TransformerBlock::Options block_options() const;
+  TransformerBlock::Options block_options(int64_t layer) const;
   // Throws InputError naming the field for inconsistent combinations.
   void validate() const;
 };

@@ -14,7 +14,7 @@ Gpt::Gpt(const ModelConfig& c, Init& init) : config_(c) {
   c.validate();
   token_embedding = Embedding({c.vocab_size, c.d_model, c.init_std}, init);
   position = AbsolutePosition({c.position, c.max_seq_len, c.d_model}, init);
-  for (int64_t i = 0; i < c.n_layers; ++i) blocks.emplace_back(c.block_options(), init);
+  for (int64_t i = 0; i < c.n_layers; ++i) blocks.emplace_back(c.block_options(i), init);
   ln_f = LayerNorm({c.d_model, c.ln_eps, c.norm}, init);
   if (!c.tie_embeddings) lm_head = Linear({c.d_model, c.vocab_size, false, c.init_std}, init);
 }
@@ -57,6 +57,8 @@ KvCache Gpt::make_cache(int64_t batch) const {
   o.n_layers = config_.n_layers;
   o.batch = batch;
   o.kv_heads = config_.kv_heads();
+  if (!config_.heads_per_layer.empty())
+    for (int64_t l = 0; l < config_.n_layers; ++l) o.kv_heads_per_layer.push_back(config_.kv_heads(l));
   // With a window, 2w rows suffice: w - 1 kept and a chunk of up to w + 1 (layers/kv_cache.h). Not
   // with global tokens or random blocks: a query may then see any earlier position.
   const bool sparse = config_.attention.global_tokens > 0 || config_.attention.random_blocks > 0;

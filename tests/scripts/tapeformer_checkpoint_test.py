@@ -65,6 +65,10 @@ CONFIGS = [
       "model.attention_random_seed=5", "model.gelu=erf"], [[], settings("model.attention_window=3")]),
     ("gpt_sinusoidal_post_norm", "tiny_gpt.yaml",
      ["model.position=sinusoidal", "model.d_model=33", "model.n_heads=3", "model.pre_norm=false"], [[]]),
+    # A pruned model's shape (tapeformer prune): heads differ per layer, head_dim no longer d_model / n_heads.
+    ("gpt_per_layer_heads_t5", "tiny_gpt.yaml",
+     ["model.n_heads=4", "model.n_kv_heads=2", "model.heads_per_layer=[4, 2]", "model.head_dim=6",
+      "model.position=t5", "model.relative_buckets=8", "model.relative_max_distance=16"], [[]]),
     ("gpt_bpe_t5", "tiny_gpt.yaml",
      BPE + ["model.position=t5", "model.relative_buckets=8", "model.relative_max_distance=16"], [[]]),
     ("bert_char_learned", "tiny_bert.yaml", [], [[], ["--batches", "2"]]),

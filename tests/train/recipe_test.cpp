@@ -123,6 +123,30 @@ TEST(Recipe, MissingFileIsAnInputErrorNamingIt) {
   testing::expect_error<InputError>([] { load_recipe("/nonexistent/recipe.yaml"); }, "/nonexistent/recipe.yaml");
 }
 
+TEST(Recipe, HeadsPerLayerIsAListFromYamlOrSetAndRoundTrips) {
+  const std::string text = "model:\n  n_layers: 3\n  n_heads: 4\n  heads_per_layer: [4, 1, 3]\n  head_dim: 8\n";
+  const Recipe r = parse_recipe(text, "pruned.yaml");
+  EXPECT_EQ(r.model.heads_per_layer, (std::vector<int64_t>{4, 1, 3}));
+  EXPECT_EQ(r.model.heads(1), 1);
+  EXPECT_EQ(r.model.total_heads(), 8);
+  EXPECT_EQ(r.model.head_dim(), 8);
+  const Recipe again = parse_recipe(r.to_yaml(), "resolved.yaml");
+  EXPECT_EQ(again.model.heads_per_layer, r.model.heads_per_layer);
+  EXPECT_NE(r.to_yaml().find("heads_per_layer: [4, 1, 3]"), std::string::npos) << r.to_yaml();
+  EXPECT_EQ(parse_recipe(text, "pruned.yaml", {"model.heads_per_layer=2, 2, 2"}).model.heads_per_layer,
+            (std::vector<int64_t>{2, 2, 2}));
+  EXPECT_TRUE(parse_recipe(text, "pruned.yaml", {"model.heads_per_layer=[]"}).model.heads_per_layer.empty());
+  auto expect_refused = [](const std::string& yaml, const std::vector<std::string>& fragments) {
+    const std::string message = testing::error_message<InputError>([&] { parse_recipe(yaml, "bad.yaml"); });
+    for (const std::string& f : fragments) EXPECT_NE(message.find(f), std::string::npos) << f << " not in: " << message;
+  };
+  expect_refused("model:\n  heads_per_layer: [4, x]\n", {"bad.yaml:2:3", "model.heads_per_layer", "list of integers"});
+  expect_refused("model:\n  n_layers: 2\n  heads_per_layer: [4]\n", {"bad.yaml:3:3", "lists 1 layers, model.n_layers is 2"});
+  expect_refused("model:\n  n_layers: 2\n  n_kv_heads: 2\n  heads_per_layer: [4, 1]\n", {"layer 1 has 1 heads", "group size"});
+  expect_refused("model:\n  n_layers: 2\n  position: alibi\n  heads_per_layer: [4, 2]\n",
+                 {"cannot be used with model.position alibi"});
+}
+
 TEST(Recipe, EveryKeyHasTypeAndMeaning) {
   for (const RecipeKeyDoc& k : recipe_keys()) {
     EXPECT_FALSE(k.type.empty()) << k.key;
