@@ -99,6 +99,7 @@ class MaskedLmBatcher {
 
   int64_t batch() const { return batch_; }
   int64_t seq_len() const { return seq_len_; }
+  const MaskedLmTokens& tokens() const { return tokens_; }
 
  private:
   // Fills row `b` from ids_[start .. start + length) and masks it.

@@ -29,33 +29,40 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                   text_tokens);
     // {"checkpoint": ..., "step": ..., "text_tokens": ..., "tokens": ..., "loss": ..., ...}: every number
     // in the shortest form that reads back exactly (train::json_number).
-    auto print_json = [&](const train::EvalResult& e, const char* extra_key, double extra) {
+    auto print_json = [&](const train::EvalResult& e, const std::vector<std::pair<const char*, double>>& extras) {
       std::printf("{\"checkpoint\": \"%s\", \"step\": %lld, \"text\": \"%s\", \"text_tokens\": %zu, \"tokens\": %lld, "
-                  "\"loss\": %s, \"perplexity\": %s, \"bits_per_char\": %s, \"mlm_accuracy\": %s, \"%s\": %s}\n",
+                  "\"loss\": %s, \"perplexity\": %s, \"bits_per_char\": %s, \"mlm_accuracy\": %s",
                   file.c_str(), static_cast<long long>(run.step),
                   input.text_name.c_str(), text_tokens,
                   static_cast<long long>(e.tokens), train::json_number(e.loss).c_str(),
                   train::json_number(e.perplexity).c_str(), train::json_number(e.bits_per_char).c_str(),
-                  train::json_number(e.mlm_accuracy).c_str(), extra_key, train::json_number(extra).c_str());
+                  train::json_number(e.mlm_accuracy).c_str());
+      for (const auto& [key, value] : extras) std::printf(", \"%s\": %s", key, train::json_number(value).c_str());
+      std::printf("}\n");
     };
     if (r.model.arch == layers::Architecture::bert) {
       auto batcher = train::masked_eval_batcher(run, std::move(ids));
       const train::EvalResult e = train::evaluate_masked(*run.model, batcher, batches);
-      const double baseline = train::baseline_most_frequent_accuracy(batcher, batches);
+      const train::MaskedBaselines base = train::masked_baselines(batcher, batches);
       if (args.json) {
-        print_json(e, "baseline_accuracy", baseline);
+        print_json(e, {{"baseline_accuracy", base.most_frequent_accuracy}, {"unigram_loss", base.unigram_loss},
+                       {"own_token_accuracy", base.own_token_accuracy}, {"own_token_loss", base.own_token_loss}});
         exit_code = 0;
         return;
       }
       std::printf("loss         %.4f nats per masked token\nperplexity   %.2f\naccuracy     %.4f on %lld masked tokens\n"
-                  "baseline     %.4f (always the most frequent masked token)\n",
-                  e.loss, e.perplexity, e.mlm_accuracy, static_cast<long long>(e.tokens), baseline);
+                  "baselines    accuracy %.4f, loss %.4f: always the most frequent masked token, the targets' unigram "
+                  "distribution\n"
+                  "             accuracy %.4f, loss %.4f: from the position's own input token alone ([MASK], or the "
+                  "token kept or swapped in)\n",
+                  e.loss, e.perplexity, e.mlm_accuracy, static_cast<long long>(e.tokens), base.most_frequent_accuracy,
+                  base.unigram_loss, base.own_token_accuracy, base.own_token_loss);
     } else {
       TF_CHECK_INPUT(static_cast<int64_t>(ids.size()) > 1, "the text is too short to evaluate (", ids.size(), " tokens)");
       auto batcher = train::causal_eval_batcher(run, std::move(ids));
       const train::EvalResult e = train::evaluate_causal(*run.model, batcher, batches, train::count_code_points(text));
       if (args.json) {
-        print_json(e, "unigram_bits_per_char", train::unigram_bits_per_char(text));
+        print_json(e, {{"unigram_bits_per_char", train::unigram_bits_per_char(text)}});
         exit_code = 0;
         return;
       }

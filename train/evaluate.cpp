@@ -116,19 +116,58 @@ EvalResult evaluate_masked(const layers::LanguageModel& model, data::MaskedLmBat
 }
 
 double baseline_most_frequent_accuracy(data::MaskedLmBatcher& sequential_batcher, int64_t max_batches) {
-  std::unordered_map<int32_t, int64_t> count;  // target id -> occurrences
-  int64_t total = 0;
-  for_each_batch(sequential_batcher, max_batches, "baseline_most_frequent_accuracy", [&](const data::MaskedLmBatch& b) {
+  return masked_baselines(sequential_batcher, max_batches).most_frequent_accuracy;
+}
+
+// Note [masked baselines]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A masked position's input is [MASK] 80% of the time, a random token 10% and the target itself 10%
+// (Devlin et al. 2019, appendix A.1). So a model that learned no context at all can still copy the
+// visible token, and scores well above always guessing the most frequent token. A BERT has learned
+// context only where it beats that copier. The baselines, fitted on the batches they are scored on
+// (u(t) = n(t) / N, the unigram distribution of the targets):
+//   most frequent   always argmax_t u(t): accuracy max_t u(t);
+//   unigram         p(t) = u(t): loss H(target) = -sum_t u(t) log u(t);
+//   own token       where the input is [MASK], p(t) = u(t); elsewhere p(t) = a [t = input] + (1 - a) u(t),
+//                   a the share of those positions whose input is the target (one fitted number, so it
+//                   cannot memorise the text). It predicts the input where one is visible.
+MaskedBaselines masked_baselines(data::MaskedLmBatcher& sequential_batcher, int64_t max_batches) {
+  const int32_t mask = sequential_batcher.tokens().mask;
+  std::unordered_map<int32_t, int64_t> count;  // t -> n(t)
+  std::vector<std::pair<int32_t, int32_t>> visible;  // (input, target) where the input is not [MASK]
+  int64_t total = 0, masked_most = 0;
+  std::unordered_map<int32_t, int64_t> masked_count;  // targets behind [MASK]
+  for_each_batch(sequential_batcher, max_batches, "masked_baselines", [&](const data::MaskedLmBatch& b) {
     const int32_t* target = b.targets.data<int32_t>();  // (B T)
+    const int32_t* input = b.inputs.data<int32_t>();
     for (int64_t i = 0; i < b.targets.numel(); ++i) {
       if (target[i] == data::kIgnoreIndex) continue;
       ++count[target[i]];
       ++total;
+      if (input[i] == mask) ++masked_count[target[i]];
+      else visible.emplace_back(input[i], target[i]);
     }
   });
+  MaskedBaselines r;
+  if (total == 0) return r;
+  const double N = static_cast<double>(total);
+  int32_t most_frequent = 0;
   int64_t most = 0;
-  for (const auto& [id, n] : count) most = std::max(most, n);
-  return total > 0 ? static_cast<double>(most) / static_cast<double>(total) : 0.0;
+  for (const auto& [t, n] : count)
+    if (n > most || (n == most && t < most_frequent)) most = n, most_frequent = t;
+  r.most_frequent_accuracy = static_cast<double>(most) / N;
+  auto u = [&](int32_t t) { return static_cast<double>(count.at(t)) / N; };
+  for (const auto& [t, n] : count) r.unigram_loss -= static_cast<double>(n) / N * std::log(u(t));
+  int64_t copied = 0;
+  for (const auto& [input, target] : visible) copied += input == target;
+  const double a = visible.empty() ? 0.0 : static_cast<double>(copied) / static_cast<double>(visible.size());
+  double nats = 0;
+  for (const auto& [t, n] : masked_count) nats -= static_cast<double>(n) * std::log(u(t));
+  for (const auto& [input, target] : visible) nats -= std::log((input == target ? a : 0.0) + (1 - a) * u(target));
+  r.own_token_loss = nats / N;
+  masked_most = masked_count.count(most_frequent) ? masked_count.at(most_frequent) : 0;
+  r.own_token_accuracy = static_cast<double>(masked_most + copied) / N;
+  return r;
 }
 
 namespace {

@@ -70,6 +70,18 @@ int64_t for_each_batch(Batcher& batcher, int64_t max_batches, const char* what, 
 // targets, so no constant predictor does better on these batches. 0 when there are no targets.
 double baseline_most_frequent_accuracy(data::MaskedLmBatcher& sequential_batcher, int64_t max_batches);
 
+// What predictors that ignore context score on the masked positions of those batches, each fitted to
+// the targets it is scored on (so no predictor of its kind does better there; Note [masked baselines]).
+struct MaskedBaselines {
+  double most_frequent_accuracy = 0;  // always the most frequent target
+  double unigram_loss = 0;            // nats: the targets' entropy H(target), the best loss that ignores input
+  // From the position's own input token alone: the unigram behind [MASK], else mostly a copy of the
+  // visible token (BERT keeps 10% of the chosen tokens unchanged); its accuracy and loss in nats.
+  double own_token_accuracy = 0;
+  double own_token_loss = 0;
+};
+MaskedBaselines masked_baselines(data::MaskedLmBatcher& sequential_batcher, int64_t max_batches);
+
 // The entropy, in bits, of the code-point unigram distribution of `text`: H = -sum_c p(c) log2 p(c)
 // with p(c) the frequency of character c. The bits per character of the best model that ignores
 // context: GPT's floor. tf::InputError for an empty text or invalid UTF-8.

@@ -108,8 +108,9 @@ void print_run_report(std::ostream& out, const RunReport& r) {
                     r.last_eval->bits_per_char, r.baseline);
     else if (!r.causal)
       std::snprintf(line, sizeof line,
-                    "validation: masked-token accuracy %.3f; always guessing the most frequent token scores %.3f",
-                    r.last_eval->mlm_accuracy, r.baseline);
+                    "validation: masked-token accuracy %.3f; always guessing the most frequent token scores %.3f, "
+                    "guessing from the position's own input token alone %.3f",
+                    r.last_eval->mlm_accuracy, r.baseline, r.own_token_baseline);
     else
       std::snprintf(line, sizeof line, "validation: loss %.4f nats/token", r.last_eval->loss);
     out << line << "\n";

@@ -49,6 +49,7 @@ struct RunReport {
   int threads = 0;
   std::optional<EvalResult> last_eval;  // none when eval.interval is 0
   double baseline = 0;                  // GPT: unigram bits/char of the validation text; BERT: most-frequent accuracy
+  double own_token_baseline = 0;        // BERT: accuracy from each position's own input token (MaskedBaselines)
   bool causal = true;                   // GPT (bits/char, sample) or BERT (masked-token accuracy)
   std::string program;                  // how the user runs tapeformer, for the commands suggested
   std::string checkpoint_dir, last_checkpoint, recipe_path, prompt;

@@ -126,11 +126,16 @@ struct Validation {
     return evaluate_causal(*run.model, batcher, r.eval.batches, chars);
   }
 
-  // What the same figure is for a model that ignores context (RunReport::baseline).
-  double baseline(const Run& run, std::string_view text) const {
-    if (run.recipe.model.arch == layers::Architecture::gpt) return unigram_bits_per_char(text);
+  // What the same figure is for models that ignore context (RunReport::baseline, own_token_baseline).
+  void set_baselines(const Run& run, std::string_view text, RunReport& report) const {
+    if (run.recipe.model.arch == layers::Architecture::gpt) {
+      report.baseline = unigram_bits_per_char(text);
+      return;
+    }
     auto batcher = masked_eval_batcher(run, ids);
-    return baseline_most_frequent_accuracy(batcher, run.recipe.eval.batches);
+    const MaskedBaselines b = masked_baselines(batcher, run.recipe.eval.batches);
+    report.baseline = b.most_frequent_accuracy;
+    report.own_token_baseline = b.own_token_accuracy;
   }
 };
 
@@ -353,7 +358,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   report.threads = threads;
   report.causal = run.recipe.model.arch == layers::Architecture::gpt;
   report.last_eval = last_eval;
-  if (last_eval) report.baseline = validation.baseline(run, corpus.val);
+  if (last_eval) validation.set_baselines(run, corpus.val, report);
   report.program = options.program;
   report.checkpoint_dir = dir.string();
   report.last_checkpoint = summary.last_checkpoint;

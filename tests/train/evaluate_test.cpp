@@ -188,6 +188,57 @@ TEST(EvaluateMasked, ConstantPredictionGivesHandComputedLossAndTheBaselineAccura
   EXPECT_TRUE(std::isnan(r.bits_per_char));
 }
 
+TEST(EvaluateMasked, BaselinesAreTheLossOfUnigramAndOwnTokenPredictors) {
+  const auto tok = bert_tokenizer();
+  const int64_t V = tok.vocab_size();
+  auto batcher = masked_batcher(tok);
+  const MaskedBaselines b = masked_baselines(batcher, 0);
+  // Independent truth for the unigram loss: a BERT whose logits are log n(t) (zero weights, the MLM
+  // bias set to the log counts, a large negative for unseen ids) has loss H(target).
+  std::map<int32_t, int64_t> count;
+  std::map<std::pair<int32_t, int32_t>, int64_t> pair;  // (input, target)
+  std::map<int32_t, int64_t> inputs;
+  int64_t n = 0;
+  batcher.rewind();
+  while (!batcher.done()) {
+    const data::MaskedLmBatch m = batcher.next();
+    for (int64_t i = 0; i < m.targets.numel(); ++i)
+      if (const auto t = static_cast<int32_t>(m.targets.at(i)); t != data::kIgnoreIndex) {
+        const auto in = static_cast<int32_t>(m.inputs.at(i));
+        ++count[t], ++pair[{in, t}], ++inputs[in], ++n;
+      }
+  }
+  const auto model = build(small_config(layers::Architecture::bert, V));
+  zero_all_but_norm_scales(*model);
+  float* bias = dynamic_cast<const layers::Bert&>(*model).mlm_bias.data<float>();
+  for (int64_t v = 0; v < V; ++v) bias[v] = count.count(v) ? std::log(static_cast<float>(count[v])) : -60.0f;
+  EXPECT_NEAR(evaluate_masked(*model, batcher, 0).loss, b.unigram_loss, 1e-5);
+  // The own-token predictor, from the counts here: a = the share of visible inputs equal to the target.
+  const int32_t mask = tok.id_of("[MASK]");
+  int64_t visible = 0, copied = 0, masked_most = 0;
+  for (const auto& [key, c] : pair) {
+    if (key.first == mask) continue;
+    visible += c;
+    if (key.first == key.second) copied += c;
+  }
+  const double a = static_cast<double>(copied) / static_cast<double>(visible);
+  int32_t most = count.begin()->first;
+  for (const auto& [t, c] : count)
+    if (c > count[most]) most = t;
+  double loss = 0;
+  for (const auto& [key, c] : pair) {
+    const double u = static_cast<double>(count[key.second]) / static_cast<double>(n);
+    const double p = key.first == mask ? u : (key.first == key.second ? a : 0.0) + (1 - a) * u;
+    loss -= static_cast<double>(c) * std::log(p);
+    if (key.first == mask && key.second == most) masked_most = c;
+  }
+  EXPECT_NEAR(b.own_token_loss, loss / static_cast<double>(n), 1e-12);
+  EXPECT_NEAR(b.own_token_accuracy, static_cast<double>(masked_most + copied) / static_cast<double>(n), 1e-12);
+  // Seeing the input cannot hurt, and BERT's kept tokens make it help here.
+  EXPECT_LT(b.own_token_loss, b.unigram_loss);
+  EXPECT_GT(b.own_token_accuracy, b.most_frequent_accuracy);
+}
+
 TEST(EvaluateMasked, MatchesAManualCountAndIsDeterministic) {
   const auto tok = bert_tokenizer();
   const auto model = build(small_config(layers::Architecture::bert, tok.vocab_size()), 5);
