@@ -309,8 +309,10 @@ def main():
     b.add_argument("--brown-dir", help="train.txt and val.txt (default: the recipe's data.brown_dir)")
     b.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe key, as tapeformer's --set")
     b.add_argument("--init", choices=["torch", "philox"], default="torch", help="philox: tapeformer's initial draws")
-    b.add_argument("--windows", choices=["torch", "philox"], default="torch", help="philox: tapeformer's window starts")
+    b.add_argument("--windows", choices=["torch", "philox", "philox-init"], default="torch",
+                   help="philox: tapeformer's window starts; philox-init: before issue 20's fix (the init's draws)")
     b.add_argument("--from-checkpoint", metavar="CKPT", help="start from a tapeformer checkpoint (weights, AdamW, batcher)")
+    b.add_argument("--init-from", metavar="CKPT", help="start from a checkpoint's weights only, as tapeformer train --init-from")
     b.add_argument("--compare-to", metavar="RUN", help="print tapeformer's train_loss (RUN/metrics.jsonl) beside each step")
     b.add_argument("--eval-batches", type=int, default=0, help="0: the whole validation text")
     b.add_argument("--no-eval", action="store_true")

@@ -19,7 +19,9 @@ What follows tapeformer (docs/recipes.md defaults, docs/models.md, optim/, data/
 - clip (optim/clip.cpp): global norm over all gradients, scaled by max_norm / norm when above;
 - windows: train.batch_size random windows of seq_len + 1 ids, starts uniform over [0, n - T - 1]:
   --windows torch draws them with torch.randint, --windows philox with tapeformer's generator
-  (Rng(train.seed): draw k is philox4x32(seed, 0x5eed, k), start = floor(u (n - T)));
+  (Rng(training_batch_seed(train.seed)): draw k is philox4x32(seed', 0x5eed, k), start = floor(u (n - T))),
+  --windows philox-init with the generator tapeformer used before issue 20, Rng(train.seed), whose
+  draws are the initialisation's own (Note [independent streams] in train/run.cpp);
 - init: --init torch uses torch.manual_seed(seed) normals, --init philox tapeformer's draws
   (framework/random.cpp: one Rng(train.seed) in the order of docs/models.md's table, Box-Muller with
   u1 = 1 - uniform(2i), u2 = uniform(2i + 1), cos branch only);
@@ -89,6 +91,13 @@ def philox_words(key, counter_hi, counters):
     return c
 
 
+def training_batch_seed(seed):
+    """train::training_batch_seed: Rng(seed).fork(2).seed(), i.e. philox4x32(seed ^ 0xf0f0..., 2, 0)'s
+    w0 << 32 | w1 (Note [independent streams] in train/run.cpp)."""
+    w = philox_words(seed ^ 0xF0F0F0F0F0F0F0F0, 2, np.array([0], dtype=np.uint64))
+    return int(w[0][0]) << 32 | int(w[1][0])
+
+
 def rng_uniform(seed, first, n):
     """tf::Rng(seed, first).uniform() n times: (n,) float64 in [0, 1)."""
     w = philox_words(seed, 0x5EED, np.arange(first, first + n, dtype=np.uint64))
@@ -140,7 +149,7 @@ class Windows:
 
     def next(self):
         n, B, T = len(self.ids), self.B, self.T
-        if self.kind == "philox":
+        if self.kind.startswith("philox"):
             u = rng_uniform(self.seed, self.counter, B)
             self.counter += B
             starts = torch.from_numpy((np.floor(u * (n - T)).astype(np.int64)) % (n - T))
@@ -216,6 +225,13 @@ def build(r, seed, init, vocab_size, make_model):
     return model, optimizer, names
 
 
+def load_weights(path, model):
+    import h5py
+    with h5py.File(path, "r") as f, torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(torch.from_numpy(f["model"][name][()]))
+
+
 def load_checkpoint_state(path, model, optimizer, names):
     """Weights, AdamW moments and step, and the batcher's Philox state from a tapeformer checkpoint."""
     import h5py
@@ -247,9 +263,11 @@ def run_brown(a, make_model):
     V = len(vocab) + 1
     B, T, total = r["train"]["batch_size"], r["data"]["seq_len"], r["train"]["steps"]
     model, optimizer, names = build(r, seed, a.init, V, make_model)
-    step, batch_seed, counter = 0, seed, 0
+    step, batch_seed, counter = 0, training_batch_seed(seed) if a.windows == "philox" else seed, 0
     if a.from_checkpoint:
         step, batch_seed, counter = load_checkpoint_state(a.from_checkpoint, model, optimizer, names)
+    elif a.init_from:  # tapeformer train --init-from: the weights only; a fresh optimizer at step 0
+        load_weights(a.init_from, model)
     windows = Windows(train_ids, B, T, a.windows, batch_seed, counter)
     end = min(total, step + a.steps) if a.steps else total
     reference = {}
