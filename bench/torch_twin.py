@@ -315,6 +315,8 @@ def main():
     b.add_argument("--init-from", metavar="CKPT", help="start from a checkpoint's weights only, as tapeformer train --init-from")
     b.add_argument("--compare-to", metavar="RUN", help="print tapeformer's train_loss (RUN/metrics.jsonl) beside each step")
     b.add_argument("--eval-batches", type=int, default=0, help="0: the whole validation text")
+    b.add_argument("--eval-stride", type=int, default=0,
+                   help="S < seq_len: overlapping windows every S ids, each scoring its last S (not tapeformer eval's)")
     b.add_argument("--no-eval", action="store_true")
     b.add_argument("--log", help="write every step's loss, lr and grad norm here (JSON lines)")
     b.add_argument("--log-interval", type=int, default=100)

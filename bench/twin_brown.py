@@ -175,26 +175,33 @@ def lr_at(r, step, total):
 
 
 @torch.no_grad()
-def evaluate(model, ids, text_chars, B, T, max_batches=0):
-    """CausalBatcher::sequential + train/evaluate.cpp: {loss, tokens, bits_per_char}."""
+def evaluate(model, ids, text_chars, B, T, max_batches=0, stride=0):
+    """CausalBatcher::sequential + train/evaluate.cpp: {loss, tokens, bits_per_char}. stride S < T
+    (not tapeformer's): windows start every S ids and each scores only its last S targets (the first
+    window all), so every prediction after the first window sees at least T - S ids of context."""
     model.eval()
-    n = len(ids)
-    starts = list(range(0, n - 1, T))
+    n, S = len(ids), stride or T
+    starts = list(range(0, n - 1, T)) if S == T else [0] + list(range(S, max(n - 1 - (T - S), 1), S))
     padded = torch.cat([ids, torch.zeros(T + 1, dtype=torch.long)])
     valid = torch.cat([torch.ones(n, dtype=torch.bool), torch.zeros(T + 1, dtype=torch.bool)])
     nats, tokens = 0.0, 0
     for number, first in enumerate(range(0, len(starts), B)):
         if max_batches and number == max_batches:
             break
-        s = torch.tensor(starts[first:first + B])[:, None] + torch.arange(T)  # (rows, T)
+        rows = torch.tensor(starts[first:first + B])
+        s = rows[:, None] + torch.arange(T)  # (rows, T)
         inputs, targets = padded[s], padded[s + 1].masked_fill(~valid[s + 1], -100)
+        if S != T:  # score only the last S positions of every window but the first
+            targets[(rows > 0)[:, None] & (torch.arange(T) < T - S)[None, :]] = -100
         logits = model.logits(inputs)  # (rows, T, V)
         nats += F.cross_entropy(logits.reshape(-1, logits.shape[-1]).double(), targets.reshape(-1),
                                 ignore_index=-100, reduction="sum").item()
         tokens += int((targets != -100).sum())
     model.train()
     loss = nats / tokens
-    return {"loss": loss, "tokens": tokens, "bits_per_char": nats / (text_chars * tokens / n) / math.log(2)}
+    # bits/char over the scored tokens, each charged the text's chars per id (exact for char ids)
+    return {"loss": loss, "tokens": tokens, "eval_stride": S,
+            "bits_per_char": nats / (text_chars * tokens / n) / math.log(2)}
 
 
 # ---- training --------------------------------------------------------------------------------------
@@ -303,6 +310,6 @@ def run_brown(a, make_model):
     if a.save:
         torch.save(model.state_dict(), a.save)
     if not a.no_eval:
-        result.update(evaluate(model, val_ids, len(val_text), B, T, a.eval_batches))
+        result.update(evaluate(model, val_ids, len(val_text), B, T, a.eval_batches, a.eval_stride))
     print(json.dumps(result), flush=True)
     return result

@@ -113,8 +113,9 @@ Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, 
 // issue 20 the batcher read Rng(seed) too, so window k's start was floor(u_k (n - T)) with u_k the
 // very draw that had set the radius or angle of weight k / 2 of token_embedding (then
 // position_embedding): the data order was a function of the initial weights. On
-// recipes/gpt_brown_char.yaml, decoupling moved the mean of 3 seeds from 2.3708 to 2.3672 bits/char,
-// within seed noise (docs/training.md): a correctness fix, not a measured gain. Checkpoints store
+// recipes/gpt_brown_char.yaml, decoupling moved the mean of 3 seeds from 2.3708 to 2.3702 bits/char
+// (2.3672 when emulated with --init-from), within seed noise (docs/training.md): a correctness fix,
+// not a measured gain. Checkpoints store
 // the batcher's seed, so a run resumed from an older checkpoint keeps the windows it started with.
 uint64_t training_batch_seed(int64_t train_seed) { return Rng(static_cast<uint64_t>(train_seed)).fork(2).seed(); }
 
