@@ -18,12 +18,16 @@ all-ones mask, as its trainer passes it).
 import argparse
 import json
 import math
+import os
 import resource
+import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 VOCAB = 256
 PAD, MASK, CLS, SEP, FIRST_ORDINARY = 0, 1, 2, 3, 4  # BERT's specials take the first ids
@@ -111,11 +115,11 @@ class Block(nn.Module):
 
 
 class MlmHead(nn.Module):
-    def __init__(self, C):
+    def __init__(self, C, vocab):
         super().__init__()
         self.dense = nn.Linear(C, C)
         self.norm = nn.LayerNorm(C, eps=1e-5)
-        self.bias = nn.Parameter(torch.zeros(VOCAB))
+        self.bias = nn.Parameter(torch.zeros(vocab))
         nn.init.normal_(self.dense.weight, 0.0, 0.02)
         nn.init.zeros_(self.dense.bias)
 
@@ -124,10 +128,10 @@ class Model(nn.Module):
     """GPT (causal, ln_f, head tied to token_embedding) or BERT (embedding_norm, bidirectional,
     MLM head on the rows that have a target, decoder tied to token_embedding)."""
 
-    def __init__(self, arch, C, L, H, max_seq_len):
+    def __init__(self, arch, C, L, H, max_seq_len, vocab=VOCAB):
         super().__init__()
-        self.arch, self.C = arch, C
-        self.token_embedding = nn.Embedding(VOCAB, C)
+        self.arch, self.C, self.vocab = arch, C, vocab
+        self.token_embedding = nn.Embedding(vocab, C)
         self.position_embedding = nn.Embedding(max_seq_len, C)
         nn.init.normal_(self.token_embedding.weight, 0.0, 0.02)
         nn.init.normal_(self.position_embedding.weight, 0.0, 0.02)
@@ -137,7 +141,7 @@ class Model(nn.Module):
         if arch == "gpt":
             self.ln_f = nn.LayerNorm(C, eps=1e-5)
         else:
-            self.mlm_head = MlmHead(C)
+            self.mlm_head = MlmHead(C, vocab)
 
     def hidden(self, ids, key_padding=None, caches=None, offset=0):
         T = ids.shape[1]
@@ -153,7 +157,7 @@ class Model(nn.Module):
 
     def loss(self, ids, targets, key_padding=None):
         if self.arch == "gpt":
-            return F.cross_entropy(self.logits(ids).view(-1, VOCAB), targets.view(-1))
+            return F.cross_entropy(self.logits(ids).view(-1, self.vocab), targets.view(-1))
         x = self.hidden(ids, key_padding).reshape(-1, self.C)      # (B T, C)
         rows = (targets.view(-1) != IGNORE).nonzero().squeeze(1)  # about 15% of B T
         m = self.mlm_head
@@ -293,23 +297,47 @@ def main():
     p.add_argument("--batch", type=int, help="B (overrides a --config's)")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, help="default 1 (--brown: the recipe's train.seed)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat-batch", action="store_true")
     p.add_argument("--decode", action="store_true", help="time greedy decoding (config B unless --config)")
     p.add_argument("--kv-cache", action="store_true")
     p.add_argument("--decode-tokens", type=int, default=256)
     p.add_argument("--prompt", type=int, default=8)
+    b = p.add_argument_group("--brown RECIPE: train on Brown from a recipe and evaluate as tapeformer eval (twin_brown.py)")
+    b.add_argument("--brown", metavar="RECIPE", help="a GPT char recipe, e.g. recipes/gpt_brown_char.yaml")
+    b.add_argument("--brown-dir", help="train.txt and val.txt (default: the recipe's data.brown_dir)")
+    b.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe key, as tapeformer's --set")
+    b.add_argument("--init", choices=["torch", "philox"], default="torch", help="philox: tapeformer's initial draws")
+    b.add_argument("--windows", choices=["torch", "philox", "philox-init"], default="torch",
+                   help="philox: tapeformer's window starts; philox-init: before issue 20's fix (the init's draws)")
+    b.add_argument("--from-checkpoint", metavar="CKPT", help="start from a tapeformer checkpoint (weights, AdamW, batcher)")
+    b.add_argument("--init-from", metavar="CKPT", help="start from a checkpoint's weights only, as tapeformer train --init-from")
+    b.add_argument("--compare-to", metavar="RUN", help="print tapeformer's train_loss (RUN/metrics.jsonl) beside each step")
+    b.add_argument("--eval-batches", type=int, default=0, help="0: the whole validation text")
+    b.add_argument("--eval-stride", type=int, default=0,
+                   help="S < seq_len: overlapping windows every S ids, each scoring its last S (not tapeformer eval's)")
+    b.add_argument("--no-eval", action="store_true")
+    b.add_argument("--log", help="write every step's loss, lr and grad norm here (JSON lines)")
+    b.add_argument("--log-interval", type=int, default=100)
+    b.add_argument("--save", help="torch.save the final state_dict here")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
+    if a.brown:
+        import twin_brown
+        if "--steps" not in sys.argv:
+            a.steps = 0  # the recipe's train.steps
+        twin_brown.run_brown(a, Model)
+        return
     name = a.config or ("B" if a.decode else "custom")
     arch, C, L, H, T, B = CONFIGS[name] if name in CONFIGS else (a.arch, a.d_model, a.layers, a.heads, 128, 16)
     T = a.seq or T
     B = a.batch or B
     if a.decode:
-        run_decode(name, C, L, H, a.prompt, a.decode_tokens, a.kv_cache, a.threads, a.seed)
+        run_decode(name, C, L, H, a.prompt, a.decode_tokens, a.kv_cache, a.threads, 1 if a.seed is None else a.seed)
     else:
-        run_train(name, arch, C, L, H, T, B, a.steps, a.warmup, a.seed, a.threads, a.repeat_batch)
+        run_train(name, arch, C, L, H, T, B, a.steps, a.warmup, 1 if a.seed is None else a.seed, a.threads,
+                  a.repeat_batch)
 
 
 if __name__ == "__main__":

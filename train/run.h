@@ -3,7 +3,7 @@
 //
 //   Corpus corpus = load_corpus(recipe.data);                 // train / validation text
 //   Run run = build_run(recipe, train_tokenizer(recipe.data, corpus.train, recipe.model.arch));
-//   Batches batches(recipe, tokenize(run, corpus.train), recipe.train.seed);
+//   Batches batches(recipe, *run.tokenizer, tokenize(run, corpus.train), training_batch_seed(recipe.train.seed));
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -73,6 +73,10 @@ struct Run {
 
 // A fresh run: the model initialised from recipe.train.seed, step 0. The tokenizer fixes vocab_size.
 Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, DType dtype = DType::f32);
+
+// The seed of the training batcher's generator: a stream of its own, derived from train.seed (Note
+// [independent streams] in run.cpp). Not train.seed itself: that is the initialisation's generator.
+uint64_t training_batch_seed(int64_t train_seed);
 
 // The learning-rate schedule of the recipe over a run of total_steps (train.steps, or the count a time
 // budget fixed).

@@ -215,7 +215,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
                  "the batch smaller (train --dry-run prints the plan)");
   if (!resume_from && options.overwrite) claim_fresh_run_folder(dir, true, out);
   Run run = build_run(recipe, std::move(tokenizer));
-  Batches batches(run.recipe, *run.tokenizer, std::move(train_ids), static_cast<uint64_t>(recipe.train.seed));
+  Batches batches(run.recipe, *run.tokenizer, std::move(train_ids), training_batch_seed(recipe.train.seed));
   if (resume_from) {
     batches.restore(load_checkpoint_into(run, *resume_from));
     TF_CHECK_INPUT(run.step < run.total_steps(), "--resume: ", resume_from->string(), " is at step ", run.step,

@@ -10,7 +10,9 @@
 #include <csignal>
 #include <regex>
 
+#include "framework/random.h"
 #include "train/checkpoint.h"
+#include "train/run.h"
 #include "train/run_fixture.h"
 
 namespace tf::train {
@@ -297,6 +299,27 @@ TEST_F(Trainer, KeepLeavesOnlyTheNewestCheckpoints) {
   const std::vector<std::string> expected = {checkpoint_path("", 5).string(), checkpoint_path("", 6).string(),
                                              "metrics.jsonl", "recipe.yaml"};
   EXPECT_EQ(files, expected);
+}
+
+TEST_F(Trainer, TrainingWindowsDrawFromAStreamOfTheirOwn) {
+  // Note [independent streams] (train/run.cpp): the initialisation reads Rng(train.seed) from
+  // counter 0, so a batcher on Rng(train.seed) would place window k by the draw that set weight k / 2
+  // of token_embedding (issue 20). The checkpoint stores the batcher's generator: its seed must be
+  // the derived one, distinct from the initialisation's and dropout's, and it must have drawn B
+  // starts per step from counter 0.
+  const Recipe r = recipe({"train.seed=7", "train.steps=2", "schedule.warmup_steps=0", "checkpoint.interval=1",
+                           "eval.interval=0"});
+  train(r, quiet_);
+  const LoadedRun loaded = load_checkpoint(checkpoint_path(tmp_ / "run", 2));
+  EXPECT_EQ(loaded.batches.seed, training_batch_seed(7));
+  EXPECT_NE(loaded.batches.seed, 7u);
+  EXPECT_NE(loaded.batches.seed, Rng(7).fork(1).seed());  // dropout's
+  EXPECT_EQ(loaded.batches.counter, static_cast<uint64_t>(2 * r.train.grad_accum * r.train.batch_size));
+  // The first starts differ from the ones the initialisation's draws would give.
+  Rng windows(loaded.batches.seed), init(7);
+  int same = 0;
+  for (int k = 0; k < 16; ++k) same += windows.uniform_int(1000) == init.uniform_int(1000);
+  EXPECT_LT(same, 3);
 }
 
 TEST_F(Trainer, MissingBrownCorpusNamesTheSetupCommandThePathAndTheKey) {
