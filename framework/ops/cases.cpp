@@ -19,6 +19,7 @@ const std::vector<OpCase>& op_cases() {
     ops::add_cross_entropy_cases(all);
     ops::add_attention_cases(all);
     ops::add_rope_cases(all);
+    ops::add_linear_attention_cases(all);
     return all;
   }();
   return cases;
