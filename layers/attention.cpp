@@ -4,6 +4,7 @@
 #include "framework/ops/decode_step.h"
 #include "framework/ops/elementwise.h"
 #include "framework/ops/heads.h"
+#include "framework/ops/linear_attention.h"
 #include "framework/ops/shape.h"
 
 namespace tf::layers {
@@ -30,6 +31,8 @@ MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o
   TF_CHECK_INPUT(kv_heads() > 0 && o.n_heads % kv_heads() == 0, "n_heads ", o.n_heads,
                  " is not a multiple of n_kv_heads ", kv_heads());
   TF_CHECK_INPUT(!o.rope || head_dim() % 2 == 0, "RoPE needs an even head_dim, got ", head_dim());
+  TF_CHECK_INPUT(o.mixer != MixerKind::linear || (kv_heads() == o.n_heads && !o.rope),
+                 "linear attention takes one key/value head per query head and no RoPE");
   const int64_t qkv_out = (o.n_heads + 2 * kv_heads()) * head_dim();
   qkv = Linear({o.d_model, qkv_out, o.bias, o.init_std}, init);
   proj = Linear({o.n_heads * head_dim(), o.d_model, o.bias, o.proj_init_std}, init);
@@ -59,12 +62,22 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
              "MultiHeadAttention: decoding with a KV cache needs causal attention without padding");
     TF_CHECK(!ctx.training && !ctx.attention_weights,
              "MultiHeadAttention: decoding is inference only (no dropout, no attention weights)");
-    // The whole layer in one parallel region; it has no place for gates, which take the path below.
-    if (!gate.defined() && ops::one_token_step(x) && cache->keys.dim(0) == 1)
+    if (options.mixer == MixerKind::linear) {
+      const Heads h = project_heads(x, cache->next_position());
+      out = ops::linear_attention_append(h.queries, h.keys, h.values, cache->state);
+    } else if (!gate.defined() && ops::one_token_step(x) && cache->keys.dim(0) == 1) {
+      // The whole layer in one parallel region; it has no place for gates, which take the path below.
       return ops::attention_layer_step(x, {qkv.weight, qkv.bias, proj.weight, proj.bias}, options.n_heads, *cache,
                                        options.rope ? &options.rope_options : nullptr, options.variant, relative_bias);
-    const Heads h = project_heads(x, cache->next_position());
-    out = ops::attention_append(h.queries, h.keys, h.values, *cache, options.variant, relative_bias);
+    } else {
+      const Heads h = project_heads(x, cache->next_position());
+      out = ops::attention_append(h.queries, h.keys, h.values, *cache, options.variant, relative_bias);
+    }
+  } else if (options.mixer == MixerKind::linear) {
+    const Heads h = project_heads(x, 0);
+    const ops::LinearAttentionOptions linear{.causal = options.causal, .key_padding = key_padding};
+    out = ops::linear_attention(h.queries, h.keys, h.values, linear);
+    if (ctx.attention_weights) ctx.attention_weights->push_back(ops::linear_attention_weights(h.queries, h.keys, linear));
   } else {
     const Heads h = project_heads(x, 0);
     ops::AttentionOptions attn;

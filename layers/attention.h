@@ -8,6 +8,7 @@
 //   q -> (B, H, T, D); k, v -> (B, G, T, D)
 //   (RoPE: rotate q and k by their positions)
 //   o = softmax(q k^T / sqrt(D) + mask) v      (B, H, T, D)   one fused op, framework/ops/attention.h
+//     (mixer linear: o = linear_attention(q, k, v), framework/ops/linear_attention.h; G = H)
 //   (head gates, Context::head_gates: o_h *= xi_h   (Michel et al. 2019, section 4.1))
 //   y = concat_heads(o) W_O^T + b_O             (B, T, C)
 //
@@ -18,6 +19,7 @@
 #include "framework/ops/attention_cache.h"
 #include "framework/ops/rope.h"
 #include "layers/linear.h"
+#include "layers/mixer.h"
 
 namespace tf::layers {
 
@@ -28,6 +30,7 @@ struct MultiHeadAttention {
     int64_t n_kv_heads = 0;   // 0 means n_heads; fewer is grouped-query attention
     int64_t head_dim = 0;     // D; 0 means d_model / n_heads (a pruned layer keeps its D with fewer heads)
     bool causal = false;      // GPT: query i sees keys j <= i
+    MixerKind mixer = MixerKind::attention;  // linear: phi(q) phi(k)^T v in place of the softmax (mixer.h)
     bool bias = true;
     bool rope = false;        // rotate queries and keys (Su et al. 2021)
     ops::RopeOptions rope_options;

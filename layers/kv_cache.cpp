@@ -15,10 +15,16 @@ KvCache::KvCache(const Options& o) : options_(o) {
            " must be >= 0 and fit the capacity ", o.capacity);
   TF_CHECK(o.kv_heads_per_layer.empty() || static_cast<int64_t>(o.kv_heads_per_layer.size()) == o.n_layers,
            "KvCache: kv_heads_per_layer lists ", o.kv_heads_per_layer.size(), " layers, not n_layers ", o.n_layers);
+  TF_CHECK(o.recurrent_states.empty() || static_cast<int64_t>(o.recurrent_states.size()) == o.n_layers,
+           "KvCache: recurrent_states lists ", o.recurrent_states.size(), " layers, not n_layers ", o.n_layers);
   layers_.resize(o.n_layers);
   // Zeros rather than empty(): the rows past length() are never read, but a kernel that swept a
   // whole buffer would then meet finite numbers, not whatever the allocator left.
   for (int64_t l = 0; l < o.n_layers; ++l) {
+    if (recurrent(l)) {
+      layers_[l].state = Tensor::zeros(o.recurrent_states[l], o.dtype);
+      continue;
+    }
     const int64_t G = kv_heads(l);
     TF_CHECK(G > 0, "KvCache: layer ", l, " has ", G, " key/value heads");
     layers_[l].keys = Tensor::zeros({o.batch, G, o.capacity, o.head_dim}, o.dtype);    // (B, G, L, D)
@@ -34,7 +40,17 @@ int64_t KvCache::kv_heads(int64_t layer) const {
 ops::KvBuffers KvCache::layer(int64_t layer) const {
   TF_CHECK(layer >= 0 && layer < options_.n_layers, "KvCache: layer ", layer, " out of range for ",
            options_.n_layers, " layers");
-  return {layers_[layer].keys, layers_[layer].values, rows_, length_};
+  return {layers_[layer].keys, layers_[layer].values, rows_, length_, layers_[layer].state};
+}
+
+bool KvCache::recurrent(int64_t layer) const {
+  return !options_.recurrent_states.empty() && options_.recurrent_states[layer].rank() > 0;
+}
+
+void KvCache::clear() {
+  length_ = rows_ = 0;
+  for (Layer& layer : layers_)
+    if (layer.state.defined()) layer.state.fill(0.0);
 }
 
 int64_t KvCache::max_chunk() const {
@@ -51,6 +67,7 @@ void KvCache::make_room(int64_t t) {
   const size_t row_bytes = options_.head_dim * dtype_size(options_.dtype);
   for (int64_t l = 0; l < options_.n_layers; ++l)
     for (Tensor* buffer : {&layers_[l].keys, &layers_[l].values}) {
+      if (!buffer->defined()) continue;  // a recurrent layer
       const int64_t heads = options_.batch * kv_heads(l);
       auto* base = static_cast<std::byte*>(buffer->raw_data());
       for (int64_t h = 0; h < heads; ++h)

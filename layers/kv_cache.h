@@ -17,6 +17,8 @@
 //
 // Layout: per layer, keys and values are (B, G, L, D) buffers allocated by the constructor and
 // filled up to rows(); a decode step writes T rows per head in place and never reallocates.
+// A layer with a recurrent mixer (linear attention) keeps its state tensor instead: a sum over every
+// position so far, of constant size, updated in place; it needs no rows and ignores the window.
 //
 // Sliding window (Options::window = w > 0; Mistral's rolling buffer, Jiang et al. 2023): a query
 // sees itself and the w - 1 positions before it, so older keys are never read again. The cache then
@@ -43,6 +45,10 @@ class KvCache {
     int64_t head_dim = 32;   // D, e.g. 64
     DType dtype = DType::f32;
     int64_t window = 0;      // w: the attention window of the model; 0 = none (every row is kept)
+    // Per layer, the shape of a recurrent decode state that layer keeps instead of keys and values
+    // (a linear-attention layer: (B, H, D, D + 1)); rank 0 for a layer that caches keys and values.
+    // Empty: every layer caches keys and values.
+    std::vector<Shape> recurrent_states;
   };
 
   KvCache() = default;
@@ -51,7 +57,7 @@ class KvCache {
   int64_t length() const { return length_; }  // positions decoded since clear(): 0 .. length() - 1
   int64_t rows() const { return rows_; }      // of which the buffers hold the last rows()
   int64_t capacity() const { return options_.capacity; }
-  void clear() { length_ = rows_ = 0; }  // keeps the buffers
+  void clear();  // keeps the buffers; recurrent states back to zero
   // New positions one call may append: all of L, or L - (w - 1) with a window.
   int64_t max_chunk() const;
   // Before appending t <= max_chunk() positions: with a window, drops all but the newest w - 1 rows
@@ -68,10 +74,12 @@ class KvCache {
   // Marks the T positions every layer has just appended as held.
   void advance(int64_t t);
   int64_t kv_heads(int64_t layer) const;  // G of that layer
+  bool recurrent(int64_t layer) const;    // whether that layer keeps a recurrent state (no keys and values)
 
  private:
   struct Layer {
-    Tensor keys, values;  // (B, G, L, D) each
+    Tensor keys, values;  // (B, G, L, D) each; undefined for a recurrent layer
+    Tensor state;         // a recurrent layer's state (Options::recurrent_states); else undefined
   };
   Options options_;
   std::vector<Layer> layers_;

@@ -117,11 +117,11 @@ def _unquote(text):
 
 def parse_scalar(text):
     """A plain or double-quoted scalar of the stored recipe (bool, int, float or str), or a flow list of
-    integers such as model.heads_per_layer's [4, 3, 2, 4]."""
+    them such as model.heads_per_layer's [4, 3, 2, 4] or model.mixer's [attention, linear]."""
     if len(text) >= 2 and text[0] == text[-1] == '"':
         return _unquote(text)
     if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
-        return [int(item) for item in text[1:-1].split(",") if item.strip()]
+        return [parse_scalar(item.strip()) for item in text[1:-1].split(",") if item.strip()]
     if text in ("true", "false"):
         return text == "true"
     for kind in (int, float):

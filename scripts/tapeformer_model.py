@@ -49,6 +49,7 @@ class ModelConfig:
     heads_per_layer: list = dataclasses.field(default_factory=list)  # a pruned model's; empty: n_heads each
     head_dim: int = 0                  # 0: d_model / n_heads
     d_ff: int = 0                      # 0: 4 d_model
+    mixer: list = dataclasses.field(default_factory=list)  # per layer, repeated; empty: attention everywhere
     position: str = "learned"
     attention_window: int = 0          # 0: no sliding window
     attention_global_tokens: int = 0   # Longformer's global positions 0 .. g - 1
@@ -98,6 +99,9 @@ class ModelConfig:
                                      any(h <= 0 or h % group for h in self.heads_per_layer)):
             raise UnsupportedConfig(f"model.heads_per_layer {self.heads_per_layer}: one positive multiple of "
                                     f"n_heads / n_kv_heads = {group} per layer ({self.n_layers} layers)")
+        if any(m not in ("attention", "linear") for m in self.mixer) or \
+                (self.mixer and self.n_layers % len(self.mixer)):
+            raise UnsupportedConfig(f"model.mixer {self.mixer}: attention or linear, a pattern dividing n_layers")
         if self.heads_per_layer and self.position == "alibi":
             raise UnsupportedConfig("model.heads_per_layer with model.position alibi (tapeformer refuses it too)")
 
@@ -118,6 +122,10 @@ class ModelConfig:
     def heads(self, layer):
         """Query heads of a layer (a pruned model's differ), and its key/value heads."""
         return self.heads_per_layer[layer] if self.heads_per_layer else self.n_heads
+
+    def mixer_of(self, layer):
+        """The layer's sequence mixer: the model.mixer pattern repeated over the layers."""
+        return self.mixer[layer % len(self.mixer)] if self.mixer else "attention"
 
     def kv_heads_of(self, layer):
         return self.heads(layer) // (self.n_heads // self.kv_heads)
@@ -301,7 +309,8 @@ class Attention(nn.Module):
         H, G, D = self.H, self.G, cfg.d_head
         self.qkv = nn.Linear(cfg.d_model, (H + 2 * G) * D, bias=cfg.bias)
         self.proj = nn.Linear(H * D, cfg.d_model, bias=cfg.bias)
-        if cfg.position == "t5":
+        self.linear = cfg.mixer_of(layer) == "linear"
+        if cfg.position == "t5" and not self.linear:
             self.relative_bias = nn.Parameter(torch.zeros(H, cfg.relative_buckets))  # (H, nb)
 
     def forward(self, x, pattern, key_padding):
@@ -312,6 +321,17 @@ class Attention(nn.Module):
         q = q.reshape(B, T, H, D).transpose(1, 2)                     # (B, H, T, D)
         k = k.reshape(B, T, G, D).transpose(1, 2)                     # (B, G, T, D)
         v = v.reshape(B, T, G, D).transpose(1, 2)
+        if self.linear:  # Katharopoulos et al. 2020: phi(q) . phi(k), phi = elu + 1, no score options
+            weights = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-1, -2)  # (B, H, T, T)
+            visible = torch.ones(T, T, dtype=torch.bool)
+            if cfg.causal:
+                visible = torch.tril(visible)
+            visible = visible.expand(B, 1, T, T)
+            if key_padding is not None:
+                visible = visible & (key_padding != 0)[:, None, None, :]
+            weights = weights.masked_fill(~visible, 0.0)
+            out = (weights @ v) / (weights.sum(-1, keepdim=True) + 1e-6)
+            return self.proj(out.transpose(1, 2).reshape(B, T, H * D))
         if pattern.rope is not None:
             q, k = rope(q, *pattern.rope), rope(k, *pattern.rope)
         k = k.repeat_interleave(H // G, dim=1)  # query head h reads kv head h / (H / G)

@@ -51,9 +51,18 @@ int64_t non_embedding_parameters(const layers::ParamList& params) {
 
 // 6 N: one multiply-add (2 FLOPs) per weight forward, twice that backward; 12 L d T: attention's
 // Q K^T and P V, 2 T d each per layer forward, times 3 with backward, every key for every query.
+// A linear-attention layer instead reads and updates a (D, D + 1) state per head, 4 D (D + 1) per
+// head forward, and its backward is three such products: 16 H D (D + 1), whatever T (the sums
+// inside a chunk, of the same order at D = 32, are left out as the softmax term leaves out softmax).
 double training_flops_per_token(const layers::ParamList& params, const layers::ModelConfig& m, int64_t seq_len) {
-  return 6.0 * static_cast<double>(non_embedding_parameters(params)) +
-         12.0 * static_cast<double>(m.total_heads() * m.head_dim()) * static_cast<double>(seq_len);  // 12 L d T
+  const double D = static_cast<double>(m.head_dim());
+  double mixing = 0;
+  for (int64_t l = 0; l < m.n_layers; ++l) {
+    const double H = static_cast<double>(m.heads(l));
+    mixing += m.mixer(l) == layers::MixerKind::linear ? 16.0 * H * D * (D + 1)
+                                                      : 12.0 * H * D * static_cast<double>(seq_len);
+  }
+  return 6.0 * static_cast<double>(non_embedding_parameters(params)) + mixing;
 }
 
 double machine_memory_bytes() {
@@ -71,7 +80,7 @@ std::string RunPlan::to_string() const {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "parameters            %lld (%lld outside embeddings)\n"
-                "FLOPs per token       %.3g (training: 6 N + 12 L d T)\n"
+                "FLOPs per token       %.3g (training: 6 N + 12 L d T; a linear-attention layer 16 H D (D + 1))\n"
                 "peak memory estimate  %.1f MiB (program, corpus, weights, gradients, optimizer state, and the larger of activations and a checkpoint being written)\n",
                 static_cast<long long>(parameters), static_cast<long long>(non_embedding_parameters),
                 flops_per_token, peak_bytes / (1 << 20));

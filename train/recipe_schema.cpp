@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 
 namespace tf::train {
 
@@ -35,36 +36,69 @@ Field integer(std::string key, std::string meaning, Ref ref, int64_t min,
           }};
 }
 
-// A list of integers, each in [min, max]; empty is allowed (the default it stands for is in `meaning`).
-template <class Ref>
-Field integer_list(std::string key, std::string meaning, Ref ref, int64_t min, int64_t max) {
-  std::string type = "list of integers in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+// The items of a list written "[a, b, c]" or "a, b, c" (as --set gives it), spaces trimmed.
+std::vector<std::string_view> list_items(std::string_view rest) {
+  if (rest.size() >= 2 && rest.front() == '[' && rest.back() == ']') rest = rest.substr(1, rest.size() - 2);
+  std::vector<std::string_view> items;
+  while (rest.find_first_not_of(" ") != std::string_view::npos) {
+    const size_t comma = std::min(rest.find(','), rest.size());
+    std::string_view item = rest.substr(0, comma);
+    item.remove_prefix(std::min(item.find_first_not_of(' '), item.size()));
+    items.push_back(item.substr(0, item.find_last_not_of(' ') + 1));
+    rest = rest.substr(std::min(comma + 1, rest.size()));
+  }
+  return items;
+}
+
+// A list field whose items `to_text` writes and `parse` reads (throwing BadValue); empty is allowed
+// (the default it stands for is in `meaning`).
+template <class Ref, class ToText, class Parse>
+Field list_field(std::string key, std::string type, std::string meaning, Ref ref, ToText to_text, Parse parse) {
   Field f{key, type, meaning, false,
-          [ref](const Recipe& r) {
+          [ref, to_text](const Recipe& r) {
             std::string out;
-            for (int64_t v : ref(const_cast<Recipe&>(r))) out += (out.empty() ? "" : ", ") + std::to_string(v);
+            for (const auto& v : ref(const_cast<Recipe&>(r))) out += (out.empty() ? "" : ", ") + to_text(v);
             return "[" + out + "]";
           },
-          [ref, min, max, type](Recipe& r, const std::string& s) {
-            std::string_view rest(s);
-            if (rest.size() >= 2 && rest.front() == '[' && rest.back() == ']') rest = rest.substr(1, rest.size() - 2);
-            std::vector<int64_t> values;
-            while (rest.find_first_not_of(" ") != std::string_view::npos) {
-              const size_t comma = std::min(rest.find(','), rest.size());
-              std::string_view item = rest.substr(0, comma);
-              item.remove_prefix(std::min(item.find_first_not_of(' '), item.size()));
-              item = item.substr(0, item.find_last_not_of(' ') + 1);
-              int64_t v = 0;
-              auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-              if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < min || v > max)
-                throw BadValue{"a " + type};
-              values.push_back(v);
-              rest = rest.substr(std::min(comma + 1, rest.size()));
-            }
+          [ref, parse](Recipe& r, const std::string& s) {
+            std::remove_reference_t<decltype(ref(r))> values;
+            for (std::string_view item : list_items(s)) values.push_back(parse(item));
             ref(r) = values;
           }};
   f.is_list = true;
   return f;
+}
+
+// A list of integers, each in [min, max].
+template <class Ref>
+Field integer_list(std::string key, std::string meaning, Ref ref, int64_t min, int64_t max) {
+  std::string type = "list of integers in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  return list_field(key, type, meaning, ref, [](int64_t v) { return std::to_string(v); },
+                    [min, max, type](std::string_view item) {
+                      int64_t v = 0;
+                      auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+                      if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < min || v > max)
+                        throw BadValue{"a " + type};
+                      return v;
+                    });
+}
+
+// A list of names, each one of `options`.
+template <class Ref, class T>
+Field choice_list(std::string key, std::string meaning, Ref ref, std::vector<std::pair<std::string, T>> options) {
+  std::string type = "list of:";
+  for (size_t i = 0; i < options.size(); ++i) type += (i ? ", " : " ") + options[i].first;
+  return list_field(key, type, meaning, ref,
+                    [options](T v) {
+                      for (const auto& [name, value] : options)
+                        if (value == v) return name;
+                      return std::string("?");
+                    },
+                    [options, type](std::string_view item) {
+                      for (const auto& [name, value] : options)
+                        if (name == item) return value;
+                      throw BadValue{"a " + type};
+                    });
 }
 
 // A number in [min, max] (or (min, max] when min_open).
@@ -150,6 +184,8 @@ std::vector<Field> make_fields() {
                    REF(model.heads_per_layer), 1, 1024),
       integer("model.head_dim", "size of each head; 0 means d_model / n_heads (a pruned model states it)", REF(model.d_head), 0, 1 << 16),
       integer("model.d_ff", "feed-forward hidden width; 0 means 4 * d_model", REF(model.d_ff), 0, 1 << 20),
+      choice_list("model.mixer", "the sequence mixer of each layer, a pattern repeated over the layers: e.g. [linear], or [attention, linear] to alternate (docs/models.md); empty: attention everywhere",
+                  REF(model.mixers), named(layers::kMixerKinds, layers::mixer_name)),
       choice("model.position", "position encoding (docs/models.md)", REF(model.position),
              named(layers::kPositionEncodings, layers::position_encoding_name)),
       integer("model.attention_window", "sliding-window attention: a query sees the last attention_window positions (and as many ahead when not causal); 0 = all", REF(model.attention.window), 0, 1 << 20),

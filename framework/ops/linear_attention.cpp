@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/linear_attention.h"
@@ -37,6 +38,22 @@ Dims check_inputs(const char* op, const Tensor& q, const Tensor& k, const Tensor
   return {q.dim(0) * q.dim(1), q.dim(2), q.dim(3), v.dim(3)};
 }
 
+// The key-padding mask (B, T) as doubles, checked to hold 0 and 1; empty when there is none.
+std::vector<double> key_padding_rows(const Tensor& key_padding, const Tensor& q) {
+  if (!key_padding.defined()) return {};
+  TF_CHECK(key_padding.rank() == 2 && key_padding.dim(0) == q.dim(0) && key_padding.dim(1) == q.dim(2),
+           "linear_attention: key_padding must be (B, T) = (", q.dim(0), ", ", q.dim(2), "), got ",
+           key_padding.describe());
+  std::vector<double> rows = key_padding.to_vector();
+  for (double m : rows) TF_CHECK(m == 0 || m == 1, "linear_attention: key_padding holds 1 (real token) or 0 (padding), got ", m);
+  return rows;
+}
+
+// Row of the mask for slice s = b H + h, or null.
+const double* padding_of(const std::vector<double>& rows, int64_t s, int64_t heads, int64_t seq_len) {
+  return rows.empty() ? nullptr : rows.data() + (s / heads) * seq_len;
+}
+
 template <class T>
 void product(ProductOrder order, int64_t seq_len, int64_t a_width, int64_t c_width, const T* a, const T* b, const T* c,
              T* out) {
@@ -47,12 +64,14 @@ void product(ProductOrder order, int64_t seq_len, int64_t a_width, int64_t c_wid
 }
 
 // phi(q), phi(k) and the values with a column of ones, one slice. (T, D), (T, D), (T, Dv + 1)
+// `padding` is the slice's row of the key-padding mask (T), or null: a padded key's phi(k) is 0.
 template <class T>
-void map_slice(const Dims& d, int64_t s, const T* q, const T* k, const T* v, T* mapped_q, T* mapped_k, T* values_one) {
+void map_slice(const Dims& d, int64_t s, const T* q, const T* k, const T* v, const double* padding, T* mapped_q,
+               T* mapped_k, T* values_one) {
   const int64_t n = d.seq_len * d.key_dim, Dv = d.value_dim;
   for (int64_t i = 0; i < n; ++i) {
     mapped_q[s * n + i] = feature_map(q[s * n + i]);
-    mapped_k[s * n + i] = feature_map(k[s * n + i]);
+    mapped_k[s * n + i] = padding && padding[i / d.key_dim] == 0 ? T(0) : feature_map(k[s * n + i]);
   }
   for (int64_t t = 0; t < d.seq_len; ++t) {
     const T* vt = v + (s * d.seq_len + t) * Dv;
@@ -116,7 +135,7 @@ struct LinearAttentionNode : Node {
         product<T>(forward, T_, W, D, g, vo, fk, dqs);
         product<T>(reverse, T_, W, D, vo, g, fq, dks);
         product<T>(reverse, T_, D, W, fk, fq, g, dva);
-        for (int64_t i = 0; i < T_ * D; ++i) {  // phi'(x) = min(phi(x), 1)
+        for (int64_t i = 0; i < T_ * D; ++i) {  // phi'(x) = min(phi(x), 1); a padded key's phi(k) = 0 gives 0
           dqs[i] *= std::min(fq[i], T(1));
           dks[i] *= std::min(fk[i], T(1));
         }
@@ -140,13 +159,14 @@ Tensor linear_attention(const Tensor& q, const Tensor& k, const Tensor& v, const
   Tensor values_one = Tensor::empty(aug_shape, q.dtype()), numer = Tensor::empty(aug_shape, q.dtype());
   Tensor out = Tensor::empty(v.shape(), q.dtype());
   const ProductOrder order = options.causal ? ProductOrder::causal : ProductOrder::full;
+  const std::vector<double> padding = key_padding_rows(options.key_padding, q);
   dispatch(q.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const int64_t T_ = d.seq_len, D = d.key_dim, W = d.aug();
 #pragma omp parallel for schedule(dynamic) if (d.slices > 1)
     for (int64_t s = 0; s < d.slices; ++s) {
-      map_slice<T>(d, s, q.data<T>(), k.data<T>(), v.data<T>(), mapped_q.data<T>(), mapped_k.data<T>(),
-                   values_one.data<T>());
+      map_slice<T>(d, s, q.data<T>(), k.data<T>(), v.data<T>(), padding_of(padding, s, q.dim(1), T_),
+                   mapped_q.data<T>(), mapped_k.data<T>(), values_one.data<T>());
       product<T>(order, T_, D, W, mapped_q.data<T>() + s * T_ * D, mapped_k.data<T>() + s * T_ * D,
                  values_one.data<T>() + s * T_ * W, numer.data<T>() + s * T_ * W);
       normalise_slice<T>(d, s, numer.data<T>(), options.eps, out.data<T>());
@@ -173,10 +193,11 @@ Tensor linear_attention_state(const Tensor& q, const Tensor& v) {
   return Tensor::zeros({q.dim(0), q.dim(1), q.dim(3), v.dim(3) + 1}, q.dtype());
 }
 
-Tensor linear_attention_append(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& state,
+Tensor linear_attention_append(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& state,
                                const LinearAttentionOptions& options) {
   const Dims d = check_inputs("linear_attention_append", q, k, v);
-  TF_CHECK(options.causal, "linear_attention_append: decoding needs causal attention");
+  TF_CHECK(options.causal && !options.key_padding.defined(),
+           "linear_attention_append: decoding needs causal attention without padding");
   TF_CHECK(state.shape() == Shape({q.dim(0), q.dim(1), d.key_dim, d.aug()}) && state.dtype() == q.dtype(),
            "linear_attention_append: the state must be (B, H, D, Dv + 1) = (", q.dim(0), ", ", q.dim(1), ", ",
            d.key_dim, ", ", d.aug(), "), got ", state.describe());
@@ -190,7 +211,7 @@ Tensor linear_attention_append(const Tensor& q, const Tensor& k, const Tensor& v
     const int64_t T_ = d.seq_len, D = d.key_dim, W = d.aug();
 #pragma omp parallel for schedule(static) if (d.slices > 1 && T_ * D * W > 4096)
     for (int64_t s = 0; s < d.slices; ++s) {
-      map_slice<T>(d, s, q.data<T>(), k.data<T>(), v.data<T>(), mapped_q.data<T>(), mapped_k.data<T>(),
+      map_slice<T>(d, s, q.data<T>(), k.data<T>(), v.data<T>(), nullptr, mapped_q.data<T>(), mapped_k.data<T>(),
                    values_one.data<T>());
       kernels::kernel_product_chunked<T>(ProductOrder::causal, T_, D, W, mapped_q.data<T>() + s * T_ * D,
                                          mapped_k.data<T>() + s * T_ * D, values_one.data<T>() + s * T_ * W,
@@ -199,6 +220,33 @@ Tensor linear_attention_append(const Tensor& q, const Tensor& k, const Tensor& v
     }
   });
   return out;
+}
+
+Tensor linear_attention_weights(const Tensor& q, const Tensor& k, const LinearAttentionOptions& options) {
+  check_inputs("linear_attention_weights", q, k, q);
+  const int64_t slices = q.dim(0) * q.dim(1), T = q.dim(2), D = q.dim(3);
+  const std::vector<double> padding = key_padding_rows(options.key_padding, q);
+  Tensor weights = Tensor::zeros({q.dim(0), q.dim(1), T, T}, q.dtype());
+  dispatch(q.dtype(), [&](auto zero) {
+    using T_ = decltype(zero);
+    for (int64_t s = 0; s < slices; ++s)
+      for (int64_t i = 0; i < T; ++i) {
+        T_* row = weights.data<T_>() + (s * T + i) * T;  // (T)
+        double total = 0;
+        const double* keep = padding_of(padding, s, q.dim(1), T);
+        for (int64_t j = 0; j < (options.causal ? i + 1 : T); ++j) {
+          if (keep && keep[j] == 0) continue;
+          double w = 0;
+          for (int64_t d = 0; d < D; ++d)
+            w += static_cast<double>(feature_map(q.data<T_>()[(s * T + i) * D + d])) *
+                 feature_map(k.data<T_>()[(s * T + j) * D + d]);
+          row[j] = static_cast<T_>(w);
+          total += w;
+        }
+        for (int64_t j = 0; j < T; ++j) row[j] = static_cast<T_>(row[j] / (total + options.eps));
+      }
+  });
+  return weights;
 }
 
 }  // namespace tf::ops

@@ -23,7 +23,8 @@
 // and phi'(x) = 1 for x > 0, exp(x) = phi(x) for x <= 0, i.e. min(phi(x), 1): the backward needs the
 // mapped rows only. Each product is kernels::kernel_product_*; the float32 path takes the chunked
 // kernel (O(T D^2)), float64 the pairwise reference.
-// Not causal (a BERT): every j, and the backward's sums run over every i.
+// Not causal (a BERT): every j, and the backward's sums run over every i. A padded key j has
+// phi(k_j) = 0 (key_padding), so it adds to neither sum, and its dk is 0.
 #pragma once
 #include "framework/tensor.h"
 
@@ -31,7 +32,8 @@ namespace tf::ops {
 
 struct LinearAttentionOptions {
   bool causal = true;
-  double eps = 1e-6;  // added to the normaliser
+  double eps = 1e-6;    // added to the normaliser
+  Tensor key_padding;   // (B, T): 1 for real tokens, 0 for padding, whose phi(k) is taken as 0; or undefined
 };
 
 // q, k: (B, H, T, D); v: (B, H, T, Dv). Returns (B, H, T, Dv).
@@ -40,11 +42,15 @@ Tensor linear_attention(const Tensor& queries, const Tensor& keys, const Tensor&
 
 // Decoding. The state, (B, H, D, Dv + 1), is sum_j phi(k_j) [v_j, 1]^T over the positions decoded
 // so far; linear_attention_state gives the empty one for queries and values shaped like these.
-// linear_attention_append takes the new positions (B, H, T, .), returns their outputs and adds them
-// to the state in place: the rows a causal linear_attention over the whole context gives for them.
-// Inference only (no gradient).
+// linear_attention_append takes the new positions (B, H, T, .), returns their outputs (the rows a
+// causal linear_attention over the whole context gives them) and adds them to the state's storage in
+// place. Inference only (no gradient).
 Tensor linear_attention_state(const Tensor& queries, const Tensor& values);
-Tensor linear_attention_append(const Tensor& queries, const Tensor& keys, const Tensor& values, Tensor& state,
-                               const LinearAttentionOptions& options = {});
+Tensor linear_attention_append(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                               const Tensor& state, const LinearAttentionOptions& options = {});
+// The attention weights linear attention implies, (B, H, T, T): w_ij = phi(q_i) . phi(k_j) / (sum over
+// visible j' of phi(q_i) . phi(k_j') + eps), 0 where j is not visible; o = w v. For looking at a
+// model (tapeformer inspect); O(T^2), not recorded.
+Tensor linear_attention_weights(const Tensor& queries, const Tensor& keys, const LinearAttentionOptions& options = {});
 
 }  // namespace tf::ops

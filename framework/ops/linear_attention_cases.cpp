@@ -26,6 +26,9 @@ void add_linear_attention_cases(std::vector<OpCase>& cases) {
   add_case(cases, "linear_attention (causal, D_v 3, odd sizes)", {1, 3, 7, 5}, 3, {});
   add_case(cases, "linear_attention (not causal)", {2, 1, 6, 3}, 5, {.causal = false});
   add_case(cases, "linear_attention (one position)", {1, 2, 1, 4}, 2, {});
+  // Padded keys take no part: the last two keys of sequence 0 (their dk must come out 0).
+  add_case(cases, "linear_attention (not causal, key padding)", {2, 2, 5, 3}, 2,
+           {.causal = false, .key_padding = Tensor::from_vector({1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, {2, 5}, DType::f64)});
 }
 
 }  // namespace tf::ops

@@ -1,6 +1,7 @@
 // ModelConfig -> block options, and consistency checks.
 #include "layers/models/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tf::layers {
@@ -15,6 +16,10 @@ int64_t ModelConfig::total_heads() const {
   int64_t total = 0;
   for (int64_t l = 0; l < n_layers; ++l) total += heads(l);
   return total;
+}
+
+MixerKind ModelConfig::mixer(int64_t layer) const {
+  return mixers.empty() ? MixerKind::attention : mixers[static_cast<size_t>(layer) % mixers.size()];
 }
 
 TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
@@ -36,6 +41,12 @@ TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
     b.attn.variant.relative_max_distance = relative_max_distance;
   }
   b.attn.attn_dropout = attn_dropout;
+  b.attn.mixer = mixer(layer);
+  if (b.attn.mixer == MixerKind::linear) {  // the score options act on the softmax layers only
+    b.attn.rope = false;
+    b.attn.variant = {};
+    b.attn.attn_dropout = 0;
+  }
   b.attn.init_std = init_std;
   b.attn.proj_init_std = residual_std;
   b.mlp.d_model = d_model;
@@ -82,6 +93,7 @@ void ModelConfig::validate() const {
                     "model.heads_per_layer cannot be used with model.position alibi: each head's slope follows its "
                     "index among model.n_heads");
   }
+  validate_mixers();
   const ops::RopeScaling& sc = rope_scaling;
   TF_CHECK_CONFIG(sc.factor >= 1 && std::isfinite(sc.factor), ({"model.rope_scaling_factor"}),
                   "model.rope_scaling_factor must be >= 1 (the new context over the trained one), got ", sc.factor);
@@ -125,6 +137,37 @@ void ModelConfig::validate() const {
                                             : "false for a BERT (a bidirectional masked language model)");
   TF_CHECK_CONFIG(arch == Architecture::gpt || tie_embeddings, ({"model.tie_embeddings", "model.arch"}),
                   "model.tie_embeddings must be true for a BERT: its MLM decoder is the token embedding");
+}
+
+// What each mixer supports (layers/mixer.h). Linear attention forms no scores, so the options that
+// act on scores (ALiBi and T5 biases, RoPE's rotation, whose relative positions would not survive
+// phi, windows and sparse patterns, dropout on probabilities) act on the softmax layers of a hybrid
+// only; in a model of linear layers alone they would act on nothing, which is refused. Its state is
+// per query head (no grouped key/value heads).
+void ModelConfig::validate_mixers() const {
+  TF_CHECK_CONFIG(mixers.empty() || n_layers % static_cast<int64_t>(mixers.size()) == 0,
+                  ({"model.mixer", "model.n_layers"}), "model.mixer lists a pattern of ", mixers.size(),
+                  " layers, which does not divide model.n_layers ", n_layers, " (it repeats over the layers)");
+  const auto linear = std::count(mixers.begin(), mixers.end(), MixerKind::linear);
+  if (linear == 0) return;
+  TF_CHECK_CONFIG(kv_heads() == n_heads, ({"model.n_kv_heads", "model.mixer"}),
+                  "model.mixer linear keeps one key/value head per query head: model.n_kv_heads must be 0 or "
+                  "model.n_heads");
+  if (linear < static_cast<int64_t>(mixers.size())) return;  // a hybrid: the softmax layers take the rest
+  const bool absolute = position == PositionEncoding::none || position == PositionEncoding::sinusoidal ||
+                        position == PositionEncoding::learned;
+  TF_CHECK_CONFIG(absolute, ({"model.position", "model.mixer"}), "model.mixer linear in every layer takes "
+                  "model.position none, sinusoidal or learned, got ", position_encoding_name(position),
+                  " (ALiBi and T5 act on scores, which linear attention never forms, and RoPE's relative "
+                  "positions do not survive its feature map)");
+  TF_CHECK_CONFIG(attention.window == 0 && attention.global_tokens == 0 && attention.random_blocks == 0,
+                  ({"model.attention_window", "model.attention_global_tokens", "model.attention_random_blocks",
+                    "model.mixer"}),
+                  "model.attention_window and the sparse patterns mask scores: with model.mixer linear in every "
+                  "layer they would act on nothing");
+  TF_CHECK_CONFIG(attn_dropout == 0, ({"model.attn_dropout", "model.mixer"}),
+                  "model.attn_dropout drops attention probabilities: with model.mixer linear in every layer it "
+                  "would act on nothing");
 }
 
 }  // namespace tf::layers

@@ -28,6 +28,9 @@ struct ModelConfig {
   std::vector<int64_t> heads_per_layer;
   int64_t d_head = 0;          // recipe key model.head_dim; 0: d_model / n_heads
   int64_t d_ff = 0;            // 0: 4 * d_model
+  // The sequence mixer of each layer (layers/mixer.h), a pattern repeated over the layers: [linear]
+  // makes every layer linear, [attention, linear] alternates. Empty: softmax attention everywhere.
+  std::vector<MixerKind> mixers;
   PositionEncoding position = PositionEncoding::learned;
   double rope_theta = 10000.0;
   ops::RopeScaling rope_scaling;  // stretching RoPE's table to a longer context (Note [rope scaling])
@@ -56,12 +59,14 @@ struct ModelConfig {
   int64_t heads(int64_t layer) const;     // query heads of a layer
   int64_t kv_heads(int64_t layer) const;  // its key/value heads: heads(layer) / group_size()
   int64_t total_heads() const;            // query heads of all layers
+  MixerKind mixer(int64_t layer) const;   // the layer's entry of the repeated `mixers` pattern
   int64_t ff_width() const { return d_ff > 0 ? d_ff : 4 * d_model; }          // d_ff, 0 = 4 d_model
   // The block options this config implies; causal for GPT. GPT-2's scaled init of the residual
   // projections: std = init_std / sqrt(2 n_layers) (Radford et al. 2019, section 2.3).
   TransformerBlock::Options block_options(int64_t layer) const;
   // Throws InputError naming the field for inconsistent combinations.
   void validate() const;
+  void validate_mixers() const;  // the options each layer's mixer supports (part of validate)
 };
 
 }  // namespace tf::layers

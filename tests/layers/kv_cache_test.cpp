@@ -81,12 +81,14 @@ struct CacheCase {
   int64_t window = 0;
   ops::RopeScalingKind rope_scaling = ops::RopeScalingKind::none;
   int64_t global_tokens = 0, random_blocks = 0;  // with the window: Longformer, BigBird (blocks of 3)
+  std::vector<MixerKind> mixers = {};  // empty: softmax attention in both layers
 };
 void PrintTo(const CacheCase& c, std::ostream* out) {
   *out << position_encoding_name(c.position) << " H=" << c.heads << " G=" << (c.kv_heads ? c.kv_heads : c.heads);
   if (c.window) *out << " window=" << c.window;
   if (c.rope_scaling != ops::RopeScalingKind::none) *out << " " << ops::rope_scaling_name(c.rope_scaling) << " x3";
   if (c.global_tokens || c.random_blocks) *out << " global=" << c.global_tokens << " random=" << c.random_blocks;
+  for (MixerKind m : c.mixers) *out << " " << mixer_name(m);
 }
 
 class CachedGpt : public ::testing::TestWithParam<CacheCase> {
@@ -99,12 +101,15 @@ class CachedGpt : public ::testing::TestWithParam<CacheCase> {
     c.attention.global_tokens = GetParam().global_tokens;
     c.attention.random_blocks = GetParam().random_blocks;
     c.attention.sparse_block = 3;
+    c.mixers = GetParam().mixers;
     return c;
   }
 };
 
 // float64 runs the reference kernels, which compute every output row by the same loops in the
-// same order whatever the number of rows or cached keys, so nothing may differ at all.
+// same order whatever the number of rows or cached keys, so nothing may differ at all. Except a
+// linear-attention layer: its full forward sums each pair (the pairwise reference) while decoding
+// adds each position to a running state (the chunked kernel), so the sums differ in order: 1e-12.
 TEST_P(CachedGpt, Float64LogitsEqualTheFullForwardExactly) {
   Init init{Rng(3), DType::f64};
   const Gpt model(config(), init);
@@ -116,7 +121,9 @@ TEST_P(CachedGpt, Float64LogitsEqualTheFullForwardExactly) {
   for (size_t i = 0; i < results.size(); ++i) {
     const std::vector<double> cached = results[i].cached.to_vector(), full = results[i].full.to_vector();
     ASSERT_EQ(cached.size(), full.size());
-    for (size_t e = 0; e < cached.size(); ++e) ASSERT_EQ(cached[e], full[e]) << "chunk " << i << ", element " << e;
+    const double tolerance = GetParam().mixers.empty() ? 0.0 : 1e-12;
+    for (size_t e = 0; e < cached.size(); ++e)
+      ASSERT_NEAR(cached[e], full[e], tolerance) << "chunk " << i << ", element " << e;
   }
 }
 
@@ -163,7 +170,13 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            CacheCase{PositionEncoding::t5, 2, 0, 3},
                                            // Longformer and BigBird patterns: the cache keeps every row
                                            CacheCase{PositionEncoding::rope, 4, 2, 2, ops::RopeScalingKind::none, 2, 0},
-                                           CacheCase{PositionEncoding::alibi, 2, 0, 2, ops::RopeScalingKind::none, 1, 2}));
+                                           CacheCase{PositionEncoding::alibi, 2, 0, 2, ops::RopeScalingKind::none, 1, 2},
+                                           // linear attention: a (D, D + 1) state per head instead of
+                                           // keys and values; alone, and beside a windowed RoPE layer
+                                           CacheCase{PositionEncoding::learned, 2, 0, 0, ops::RopeScalingKind::none, 0, 0,
+                                                     {MixerKind::linear}},
+                                           CacheCase{PositionEncoding::rope, 2, 0, 3, ops::RopeScalingKind::none, 0, 0,
+                                                     {MixerKind::linear, MixerKind::attention}}));
 
 // Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
 // untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm, SwiGLU; token by token after a

@@ -105,6 +105,29 @@ TEST(ModelGradcheckVariants, YarnScaledRopeGptAndBert) {
   }
 }
 
+// Linear attention (layers/mixer.h) in every layer, and a hybrid whose softmax layer takes RoPE
+// and a window while its linear layer takes neither; the BERT with padded keys.
+TEST(ModelGradcheckVariants, LinearAttentionAndHybridGptAndBert) {
+  for (Architecture arch : {Architecture::gpt, Architecture::bert})
+    for (bool hybrid : {false, true}) {
+      ModelConfig c = tiny_config(arch, hybrid ? PositionEncoding::rope : PositionEncoding::learned);
+      c.mixers = hybrid ? std::vector<MixerKind>{MixerKind::attention, MixerKind::linear}
+                        : std::vector<MixerKind>{MixerKind::linear};
+      if (hybrid) c.attention.window = 3;
+      Init init{Rng(13), DType::f64};
+      const Tensor ids = random_ids({2, 5}, 11, 1);
+      const std::string what = std::string(hybrid ? "hybrid [attention, linear], rope, window 3" : "linear, learned");
+      if (arch == Architecture::gpt) {
+        const Gpt model(c, init);
+        expect_model_gradients("GPT, " + what, model, ids, random_ids({2, 5}, 11, 2), Tensor());
+      } else {
+        const Bert model(c, init);
+        expect_model_gradients("BERT, " + what + ", pad", model, ids,
+                               ignore_positions(random_ids({2, 5}, 11, 2), {1, 3, 4, 6, 8, 9}), padding_2x5());
+      }
+    }
+}
+
 TEST(ModelGradcheckVariants, BertSegmentsThroughTheEncoder) {
   ModelConfig c = tiny_config(Architecture::bert, PositionEncoding::learned);
   c.n_segments = 2;

@@ -71,6 +71,11 @@ CONFIGS = [
       "model.position=t5", "model.relative_buckets=8", "model.relative_max_distance=16"], [[]]),
     ("gpt_bpe_t5", "tiny_gpt.yaml",
      BPE + ["model.position=t5", "model.relative_buckets=8", "model.relative_max_distance=16"], [[]]),
+    # Linear attention (Katharopoulos et al. 2020) beside a softmax layer with RoPE and a window; the
+    # loader computes it as the T x T product it equals, tapeformer by chunks and a running state.
+    ("gpt_hybrid_linear", "tiny_gpt.yaml",
+     ["model.mixer=[linear, attention]", "model.position=rope", "model.attention_window=5"], [[]]),
+    ("bert_linear_padding", "tiny_bert.yaml", ["model.mixer=linear"], [[]]),
     ("bert_char_learned", "tiny_bert.yaml", [], [[], ["--batches", "2"]]),
     ("bert_bpe_t5_window", "tiny_bert.yaml",
      BPE + ["model.position=t5", "model.relative_buckets=8", "model.relative_max_distance=16", "model.norm=rms",

@@ -31,5 +31,13 @@ TEST(Plan, FlopsPerTokenIsSixNPlusTwelveLdTWithNCountedByHand) {
   EXPECT_EQ(t5.parameters, 25472 + 11 * 32 + 2 * 2 * 32);  // no position table; 2 layers x (2 heads, 32 buckets)
 }
 
+TEST(Plan, ALinearAttentionLayerCostsItsStateNotTheContext) {
+  // [attention, linear]: layer 0 as above (12 H D T = 12 x 2 x 16 x 32), layer 1 reads and updates a
+  // (D, D + 1) state per head, 16 H D (D + 1) = 16 x 2 x 16 x 17. Same parameters.
+  const RunPlan hybrid = plan_run(tiny({"model.mixer=attention, linear"}));
+  EXPECT_EQ(hybrid.non_embedding_parameters, 25472);
+  EXPECT_DOUBLE_EQ(hybrid.flops_per_token, 6.0 * 25472 + 12.0 * 2 * 16 * 32 + 16.0 * 2 * 16 * 17);
+}
+
 }  // namespace
 }  // namespace tf::train

@@ -123,6 +123,12 @@ TEST(Recipe, MissingFileIsAnInputErrorNamingIt) {
   testing::expect_error<InputError>([] { load_recipe("/nonexistent/recipe.yaml"); }, "/nonexistent/recipe.yaml");
 }
 
+// Parsing `yaml` as bad.yaml throws an InputError whose message holds every fragment.
+void expect_refused(const std::string& yaml, const std::vector<std::string>& fragments) {
+  const std::string message = testing::error_message<InputError>([&] { parse_recipe(yaml, "bad.yaml"); });
+  for (const std::string& f : fragments) EXPECT_NE(message.find(f), std::string::npos) << f << " not in: " << message;
+}
+
 TEST(Recipe, HeadsPerLayerIsAListFromYamlOrSetAndRoundTrips) {
   const std::string text = "model:\n  n_layers: 3\n  n_heads: 4\n  heads_per_layer: [4, 1, 3]\n  head_dim: 8\n";
   const Recipe r = parse_recipe(text, "pruned.yaml");
@@ -136,15 +142,34 @@ TEST(Recipe, HeadsPerLayerIsAListFromYamlOrSetAndRoundTrips) {
   EXPECT_EQ(parse_recipe(text, "pruned.yaml", {"model.heads_per_layer=2, 2, 2"}).model.heads_per_layer,
             (std::vector<int64_t>{2, 2, 2}));
   EXPECT_TRUE(parse_recipe(text, "pruned.yaml", {"model.heads_per_layer=[]"}).model.heads_per_layer.empty());
-  auto expect_refused = [](const std::string& yaml, const std::vector<std::string>& fragments) {
-    const std::string message = testing::error_message<InputError>([&] { parse_recipe(yaml, "bad.yaml"); });
-    for (const std::string& f : fragments) EXPECT_NE(message.find(f), std::string::npos) << f << " not in: " << message;
-  };
   expect_refused("model:\n  heads_per_layer: [4, x]\n", {"bad.yaml:2:3", "model.heads_per_layer", "list of integers"});
   expect_refused("model:\n  n_layers: 2\n  heads_per_layer: [4]\n", {"bad.yaml:3:3", "lists 1 layers, model.n_layers is 2"});
   expect_refused("model:\n  n_layers: 2\n  n_kv_heads: 2\n  heads_per_layer: [4, 1]\n", {"layer 1 has 1 heads", "group size"});
   expect_refused("model:\n  n_layers: 2\n  position: alibi\n  heads_per_layer: [4, 2]\n",
                  {"cannot be used with model.position alibi"});
+}
+
+TEST(Recipe, MixerIsAPatternOfNamesAndRefusesWhatItsLayersCannotTake) {
+  const std::string text = "model:\n  n_layers: 4\n  mixer: [attention, linear]\n";
+  const Recipe r = parse_recipe(text, "hybrid.yaml");
+  EXPECT_EQ(r.model.mixers, (std::vector<layers::MixerKind>{layers::MixerKind::attention, layers::MixerKind::linear}));
+  EXPECT_EQ(r.model.mixer(2), layers::MixerKind::attention);  // the pattern repeats
+  EXPECT_EQ(r.model.mixer(3), layers::MixerKind::linear);
+  EXPECT_NE(r.to_yaml().find("mixer: [attention, linear]"), std::string::npos) << r.to_yaml();
+  EXPECT_EQ(parse_recipe(r.to_yaml(), "resolved.yaml").model.mixers, r.model.mixers);
+  EXPECT_EQ(parse_recipe("model:\n  mixer: linear\n", "linear.yaml").model.mixers,
+            (std::vector<layers::MixerKind>{layers::MixerKind::linear}));
+  EXPECT_EQ(parse_recipe("", "x.yaml", {"model.mixer=linear, attention"}).model.mixer(0), layers::MixerKind::linear);
+  EXPECT_TRUE(parse_recipe("", "x.yaml").model.mixers.empty());
+  // The softmax layers of a hybrid take the score options; linear layers alone cannot.
+  EXPECT_NO_THROW(parse_recipe("model:\n  position: rope\n  attention_window: 8\n  mixer: [linear, attention]\n", "ok.yaml"));
+  expect_refused("model:\n  mixer: [attention, mamba5]\n", {"bad.yaml:2:3", "model.mixer", "list of: attention, linear"});
+  expect_refused("model:\n  n_layers: 3\n  mixer: [attention, linear]\n", {"bad.yaml:3:3", "does not divide model.n_layers 3"});
+  expect_refused("model:\n  position: alibi\n  mixer: [linear]\n", {"bad.yaml:2:3", "model.position none, sinusoidal or learned"});
+  expect_refused("model:\n  position: rope\n  mixer: linear\n", {"bad.yaml:2:3", "got rope"});
+  expect_refused("model:\n  mixer: [linear]\n  attention_window: 4\n", {"bad.yaml:3:3", "would act on nothing"});
+  expect_refused("model:\n  mixer: [linear]\n  attn_dropout: 0.1\n", {"bad.yaml:3:3", "model.attn_dropout"});
+  expect_refused("model:\n  n_kv_heads: 2\n  mixer: [attention, linear]\n", {"bad.yaml:2:3", "one key/value head per query head"});
 }
 
 TEST(Recipe, EveryKeyHasTypeAndMeaning) {

@@ -1,0 +1,26 @@
+// Sequence mixers: the sublayer of a block through which positions see each other. A recipe picks
+// one per layer (`model.mixer`, a list repeated over the layers, e.g. [attention, linear]).
+//
+//   attention  softmax attention, softmax(q k^T / sqrt(D) + mask) v (Vaswani et al. 2017), with
+//              every position scheme and mask variant (framework/ops/attention.h)
+//   linear     linear attention, phi(q) phi(k)^T v with phi = elu + 1 (Katharopoulos et al. 2020):
+//              O(T D^2) and a constant decode state (framework/ops/linear_attention.h)
+//
+// Both are multi-head layers with the same projections (layers/attention.h): only the op between
+// the projections differs, so a checkpoint's parameter names do not depend on the choice.
+#pragma once
+
+namespace tf::layers {
+
+enum class MixerKind { attention, linear };
+inline constexpr MixerKind kMixerKinds[] = {MixerKind::attention, MixerKind::linear};
+
+inline const char* mixer_name(MixerKind kind) {
+  switch (kind) {
+    case MixerKind::attention: return "attention";
+    case MixerKind::linear: return "linear";
+  }
+  return "?";
+}
+
+}  // namespace tf::layers
