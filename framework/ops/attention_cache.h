@@ -31,7 +31,7 @@ struct KvBuffers {
   int64_t position = -1;  // of row `length`; -1: equal to length (nothing dropped)
   // A layer whose mixer carries a recurrent state instead (linear attention: (B, H, D, Dv + 1), the
   // sum over every position so far, ops::linear_attention_append) has it here and no keys or values.
-  Tensor state;
+  Tensor state{};
   int64_t next_position() const { return position >= 0 ? position : length; }
 };
 

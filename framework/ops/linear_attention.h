@@ -33,7 +33,7 @@ namespace tf::ops {
 struct LinearAttentionOptions {
   bool causal = true;
   double eps = 1e-6;    // added to the normaliser
-  Tensor key_padding;   // (B, T): 1 for real tokens, 0 for padding, whose phi(k) is taken as 0; or undefined
+  Tensor key_padding{}; // (B, T): 1 for real tokens, 0 for padding, whose phi(k) is taken as 0; or undefined
 };
 
 // q, k: (B, H, T, D); v: (B, H, T, Dv). Returns (B, H, T, Dv).
