@@ -17,10 +17,15 @@ struct Rgb {
   double r, g, b;
 };
 
-// White -> light blue -> dark blue, linear in p between three stops.
+// White -> light blue -> dark blue, linear in p between three stops. A negative weight (a
+// differential-attention map, A1 - lambda A2, subtracts) goes from white to red as -p grows to 1.
 Rgb colour(double p) {
+  if (p < 0) {
+    const double f = std::min(-p, 1.0);
+    return {1.0 - f * 0.2, 1.0 - f * 0.9, 1.0 - f * 0.9};
+  }
   static const Rgb stops[3] = {{1.0, 1.0, 1.0}, {0.42, 0.68, 0.84}, {0.03, 0.19, 0.42}};
-  p = std::clamp(p, 0.0, 1.0) * 2;
+  p = std::min(p, 1.0) * 2;
   const int i = std::min(1, static_cast<int>(p));
   const double f = p - i;
   const Rgb &a = stops[i], &b = stops[i + 1];

@@ -1,6 +1,7 @@
 // Attention maps as PNG pictures, drawn with cairo (text through its font backends, PNG through
 // libpng): one head's map with the tokens along both axes, and an overview grid of every layer
-// and head. Probability 0 is white and 1 the darkest blue, on a linear scale (a colour bar says so).
+// and head. Probability 0 is white and 1 the darkest blue, on a linear scale (a colour bar says so);
+// the negative weights of a differential-attention layer's map (A1 - lambda A2) are red.
 #pragma once
 #include <filesystem>
 #include <string>

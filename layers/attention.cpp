@@ -37,6 +37,7 @@ MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o
   qkv = Linear({o.d_model, qkv_out, o.bias, o.init_std}, init);
   proj = Linear({o.n_heads * head_dim(), o.d_model, o.bias, o.proj_init_std}, init);
   if (o.variant.relative_buckets > 0) relative_bias = init.normal({o.n_heads, o.variant.relative_buckets}, o.init_std);
+  if (o.mixer == MixerKind::differential) init_differential(init);
 }
 
 MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int64_t position_offset) const {
@@ -62,6 +63,14 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
              "MultiHeadAttention: decoding with a KV cache needs causal attention without padding");
     TF_CHECK(!ctx.training && !ctx.attention_weights,
              "MultiHeadAttention: decoding is inference only (no dropout, no attention weights)");
+  }
+  if (options.mixer == MixerKind::differential) {
+    TF_CHECK_INPUT(!gate.defined(), "head gates (head importance, pruning) act on softmax heads; a differential "
+                   "attention layer has none to gate");
+    const Tensor merged = ops::merge_heads(differential(x, key_padding, ctx, cache));  // (B, T, H D)
+    return in_layer("proj", [&] { return proj.forward(merged); });
+  }
+  if (cache) {
     if (options.mixer == MixerKind::linear) {
       const Heads h = project_heads(x, cache->next_position());
       out = ops::linear_attention_append(h.queries, h.keys, h.values, cache->state);
@@ -103,6 +112,10 @@ void MultiHeadAttention::parameters(ParamList& out, const std::string& prefix) c
   qkv.parameters(out, prefix + "qkv.");
   proj.parameters(out, prefix + "proj.");
   add_param(out, prefix + "relative_bias", relative_bias, ParamKind::embedding);
+  for (auto [name, t] : {std::pair{"lambda_q1", &lambda_q1}, {"lambda_k1", &lambda_k1}, {"lambda_q2", &lambda_q2},
+                         {"lambda_k2", &lambda_k2}})
+    add_param(out, prefix + name, *t, ParamKind::norm);  // no weight decay, like a norm's scale
+  if (subln.weight.defined()) subln.parameters(out, prefix + "subln.");
 }
 
 }  // namespace tf::layers

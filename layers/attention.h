@@ -9,6 +9,8 @@
 //   (RoPE: rotate q and k by their positions)
 //   o = softmax(q k^T / sqrt(D) + mask) v      (B, H, T, D)   one fused op, framework/ops/attention.h
 //     (mixer linear: o = linear_attention(q, k, v), framework/ops/linear_attention.h; G = H)
+//     (mixer differential: heads 2i and 2i + 1 are the two maps of differential head i, whose value is
+//      their values side by side, 2D wide; layers/differential_attention.cpp, Ye et al. 2024)
 //   (head gates, Context::head_gates: o_h *= xi_h   (Michel et al. 2019, section 4.1))
 //   y = concat_heads(o) W_O^T + b_O             (B, T, C)
 //
@@ -18,6 +20,7 @@
 #include "framework/ops/attention.h"
 #include "framework/ops/attention_cache.h"
 #include "framework/ops/rope.h"
+#include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/mixer.h"
 
@@ -36,6 +39,7 @@ struct MultiHeadAttention {
     ops::RopeOptions rope_options;
     kernels::AttentionVariant variant = {};  // sliding window, ALiBi, T5 bias (Note [attention variants])
     double attn_dropout = 0;  // on the attention probabilities
+    double lambda_init = 0.8; // differential: lambda_init, 0.8 - 0.6 exp(-0.3 (l - 1)) for layer l (the model sets it)
     double init_std = 0.02;
     double proj_init_std = 0.02;  // GPT-2's scaled init of the residual projection
   };
@@ -44,6 +48,9 @@ struct MultiHeadAttention {
   Linear proj;  // W_O: (C, H D)
   Tensor relative_bias;  // (H, buckets): T5's learned bias per head and distance bucket, when the
                          // variant has buckets (Note [attention variants])
+  // Differential attention only (Note [differential attention] in framework/ops/differential_attention.h):
+  Tensor lambda_q1, lambda_k1, lambda_q2, lambda_k2;  // (D) each, lambda's re-parameterisation
+  LayerNorm subln;  // RMSNorm over a differential head's 2D outputs, shared by the heads
 
   MultiHeadAttention() = default;
   MultiHeadAttention(const Options& options, Init& init);
@@ -68,6 +75,11 @@ struct MultiHeadAttention {
     Tensor queries, keys, values;
   };
   Heads project_heads(const Tensor& x, int64_t position_offset) const;
+  // The differential mixer's (B, H/2, T, 2D) heads, normalised and scaled, before W_O
+  // (layers/differential_attention.cpp).
+  void init_differential(Init& init);
+  Tensor differential(const Tensor& x, const Tensor& key_padding, const Context& ctx,
+                      const ops::KvBuffers* cache) const;
 };
 
 }  // namespace tf::layers

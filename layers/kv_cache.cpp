@@ -17,6 +17,8 @@ KvCache::KvCache(const Options& o) : options_(o) {
            "KvCache: kv_heads_per_layer lists ", o.kv_heads_per_layer.size(), " layers, not n_layers ", o.n_layers);
   TF_CHECK(o.recurrent_states.empty() || static_cast<int64_t>(o.recurrent_states.size()) == o.n_layers,
            "KvCache: recurrent_states lists ", o.recurrent_states.size(), " layers, not n_layers ", o.n_layers);
+  TF_CHECK(o.differential.empty() || static_cast<int64_t>(o.differential.size()) == o.n_layers,
+           "KvCache: differential lists ", o.differential.size(), " layers, not n_layers ", o.n_layers);
   layers_.resize(o.n_layers);
   // Zeros rather than empty(): the rows past length() are never read, but a kernel that swept a
   // whole buffer would then meet finite numbers, not whatever the allocator left.
@@ -27,6 +29,13 @@ KvCache::KvCache(const Options& o) : options_(o) {
     }
     const int64_t G = kv_heads(l);
     TF_CHECK(G > 0, "KvCache: layer ", l, " has ", G, " key/value heads");
+    if (differential(l)) {
+      TF_CHECK(G % 2 == 0, "KvCache: differential layer ", l, " needs an even number of key/value heads, got ", G);
+      layers_[l].keys = Tensor::zeros({o.batch, G / 2, o.capacity, o.head_dim}, o.dtype);         // (B, G/2, L, D)
+      layers_[l].second_keys = Tensor::zeros({o.batch, G / 2, o.capacity, o.head_dim}, o.dtype);  // (B, G/2, L, D)
+      layers_[l].values = Tensor::zeros({o.batch, G / 2, o.capacity, 2 * o.head_dim}, o.dtype);   // (B, G/2, L, 2D)
+      continue;
+    }
     layers_[l].keys = Tensor::zeros({o.batch, G, o.capacity, o.head_dim}, o.dtype);    // (B, G, L, D)
     layers_[l].values = Tensor::zeros({o.batch, G, o.capacity, o.head_dim}, o.dtype);  // (B, G, L, D)
   }
@@ -40,11 +49,16 @@ int64_t KvCache::kv_heads(int64_t layer) const {
 ops::KvBuffers KvCache::layer(int64_t layer) const {
   TF_CHECK(layer >= 0 && layer < options_.n_layers, "KvCache: layer ", layer, " out of range for ",
            options_.n_layers, " layers");
-  return {layers_[layer].keys, layers_[layer].values, rows_, length_, layers_[layer].state};
+  const Layer& buffers = layers_[layer];
+  return {buffers.keys, buffers.values, rows_, length_, buffers.state, buffers.second_keys};
 }
 
 bool KvCache::recurrent(int64_t layer) const {
   return !options_.recurrent_states.empty() && options_.recurrent_states[layer].rank() > 0;
+}
+
+bool KvCache::differential(int64_t layer) const {
+  return !options_.differential.empty() && options_.differential[layer];
 }
 
 void KvCache::clear() {
@@ -64,11 +78,11 @@ void KvCache::make_room(int64_t t) {
   // Keep rows rows_ - kept .. rows_ - 1 of every head, moved to the front: what the next query sees.
   const int64_t kept = std::min(rows_, options_.window - 1), drop = rows_ - kept;
   const int64_t L = options_.capacity;
-  const size_t row_bytes = options_.head_dim * dtype_size(options_.dtype);
   for (int64_t l = 0; l < options_.n_layers; ++l)
-    for (Tensor* buffer : {&layers_[l].keys, &layers_[l].values}) {
-      if (!buffer->defined()) continue;  // a recurrent layer
-      const int64_t heads = options_.batch * kv_heads(l);
+    for (Tensor* buffer : {&layers_[l].keys, &layers_[l].second_keys, &layers_[l].values}) {
+      if (!buffer->defined()) continue;  // a recurrent layer, or a layer with one map
+      const int64_t heads = buffer->dim(0) * buffer->dim(1);
+      const size_t row_bytes = buffer->dim(3) * dtype_size(options_.dtype);
       auto* base = static_cast<std::byte*>(buffer->raw_data());
       for (int64_t h = 0; h < heads; ++h)
         std::memmove(base + h * L * row_bytes, base + (h * L + drop) * row_bytes, kept * row_bytes);

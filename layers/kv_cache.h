@@ -17,6 +17,8 @@
 //
 // Layout: per layer, keys and values are (B, G, L, D) buffers allocated by the constructor and
 // filled up to rows(); a decode step writes T rows per head in place and never reallocates.
+// A differential-attention layer keeps two key buffers, (B, G/2, L, D) each, and (B, G/2, L, 2D)
+// values (Options::differential).
 // A layer with a recurrent mixer (linear attention) keeps its state tensor instead: a sum over every
 // position so far, of constant size, updated in place; it needs no rows and ignores the window.
 //
@@ -49,6 +51,10 @@ class KvCache {
     // (a linear-attention layer: (B, H, D, D + 1)); rank 0 for a layer that caches keys and values.
     // Empty: every layer caches keys and values.
     std::vector<Shape> recurrent_states;
+    // Per layer, whether it is a differential-attention layer (mixer.h): it keeps keys of G / 2
+    // heads for each of its two maps, (B, G / 2, L, D) twice, and values of G / 2 heads of 2D,
+    // (B, G / 2, L, 2D). Empty: none is.
+    std::vector<bool> differential;
   };
 
   KvCache() = default;
@@ -66,6 +72,7 @@ class KvCache {
 
   // (B, G, L, D) buffers of `layer`; rows rows() .. L - 1 of each head are stale or zero.
   const Tensor& keys(int64_t layer) const { return layers_.at(layer).keys; }
+  const Tensor& second_keys(int64_t layer) const { return layers_.at(layer).second_keys; }  // differential
   const Tensor& values(int64_t layer) const { return layers_.at(layer).values; }
 
   // The view layer `layer`'s attention decodes through (ops::attention_append): its buffers, sharing
@@ -75,10 +82,12 @@ class KvCache {
   void advance(int64_t t);
   int64_t kv_heads(int64_t layer) const;  // G of that layer
   bool recurrent(int64_t layer) const;    // whether that layer keeps a recurrent state (no keys and values)
+  bool differential(int64_t layer) const; // whether that layer keeps two maps' keys (Options::differential)
 
  private:
   struct Layer {
     Tensor keys, values;  // (B, G, L, D) each; undefined for a recurrent layer
+    Tensor second_keys;   // a differential layer's second map's keys; else undefined
     Tensor state;         // a recurrent layer's state (Options::recurrent_states); else undefined
   };
   Options options_;

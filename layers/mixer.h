@@ -5,20 +5,23 @@
 //              every position scheme and mask variant (framework/ops/attention.h)
 //   linear     linear attention, phi(q) phi(k)^T v with phi = elu + 1 (Katharopoulos et al. 2020):
 //              O(T D^2) and a constant decode state (framework/ops/linear_attention.h)
+//   differential  two softmax maps subtracted, (A1 - lambda A2) V (Ye et al. 2024): each pair of
+//              heads becomes one head of twice the value size (framework/ops/differential_attention.h)
 //
-// Both are multi-head layers with the same projections (layers/attention.h): only the op between
-// the projections differs, so a checkpoint's parameter names do not depend on the choice.
+// All are multi-head layers with the same projections (layers/attention.h): only the op between
+// the projections differs (differential attention adds its lambda vectors and a per-head norm).
 #pragma once
 
 namespace tf::layers {
 
-enum class MixerKind { attention, linear };
-inline constexpr MixerKind kMixerKinds[] = {MixerKind::attention, MixerKind::linear};
+enum class MixerKind { attention, linear, differential };
+inline constexpr MixerKind kMixerKinds[] = {MixerKind::attention, MixerKind::linear, MixerKind::differential};
 
 inline const char* mixer_name(MixerKind kind) {
   switch (kind) {
     case MixerKind::attention: return "attention";
     case MixerKind::linear: return "linear";
+    case MixerKind::differential: return "differential";
   }
   return "?";
 }

@@ -99,9 +99,10 @@ class ModelConfig:
                                      any(h <= 0 or h % group for h in self.heads_per_layer)):
             raise UnsupportedConfig(f"model.heads_per_layer {self.heads_per_layer}: one positive multiple of "
                                     f"n_heads / n_kv_heads = {group} per layer ({self.n_layers} layers)")
-        if any(m not in ("attention", "linear") for m in self.mixer) or \
+        if any(m not in ("attention", "linear", "differential") for m in self.mixer) or \
                 (self.mixer and self.n_layers % len(self.mixer)):
-            raise UnsupportedConfig(f"model.mixer {self.mixer}: attention or linear, a pattern dividing n_layers")
+            raise UnsupportedConfig(f"model.mixer {self.mixer}: attention, linear or differential, a pattern "
+                                    "dividing n_layers")
         if self.heads_per_layer and self.position == "alibi":
             raise UnsupportedConfig("model.heads_per_layer with model.position alibi (tapeformer refuses it too)")
 
@@ -310,8 +311,15 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(cfg.d_model, (H + 2 * G) * D, bias=cfg.bias)
         self.proj = nn.Linear(H * D, cfg.d_model, bias=cfg.bias)
         self.linear = cfg.mixer_of(layer) == "linear"
+        self.differential = cfg.mixer_of(layer) == "differential"
         if cfg.position == "t5" and not self.linear:
             self.relative_bias = nn.Parameter(torch.zeros(H, cfg.relative_buckets))  # (H, nb)
+        if self.differential:  # Ye et al. 2024: lambda's four vectors, the heads' RMSNorm, lambda_init
+            for name in ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"):
+                setattr(self, name, nn.Parameter(torch.zeros(D)))
+            self.subln = nn.Module()
+            self.subln.weight = nn.Parameter(torch.ones(2 * D))
+            self.lambda_init = 0.8 - 0.6 * math.exp(-0.3 * layer)  # layer l = layer + 1 of the paper
 
     def forward(self, x, pattern, key_padding):
         cfg = self.cfg
@@ -334,6 +342,8 @@ class Attention(nn.Module):
             return self.proj(out.transpose(1, 2).reshape(B, T, H * D))
         if pattern.rope is not None:
             q, k = rope(q, *pattern.rope), rope(k, *pattern.rope)
+        if self.differential:
+            return self.proj(self.differential_heads(q, k, v, pattern, key_padding))
         k = k.repeat_interleave(H // G, dim=1)  # query head h reads kv head h / (H / G)
         v = v.repeat_interleave(H // G, dim=1)  # (B, H, T, D)
         scores = q @ k.transpose(-1, -2) / math.sqrt(D)  # (B, H, T, T)
@@ -349,6 +359,33 @@ class Attention(nn.Module):
         probs = F.dropout(probs, cfg.attn_dropout, self.training)
         out = (probs @ v).transpose(1, 2).reshape(B, T, H * D)
         return self.proj(out)  # (B, T, C)
+
+    def differential_heads(self, q, k, v, pattern, key_padding):
+        """Softmax heads 2i and 2i + 1 are the two maps of differential head i, whose value is
+        theirs side by side (2D): (A1 - lambda A2) V, RMSNorm per head, times 1 - lambda_init."""
+        B, H, T, D = q.shape
+        G = k.shape[1]
+        v = v.transpose(1, 2).reshape(B, T, G // 2, 2 * D).transpose(1, 2)  # (B, G/2, T, 2D)
+        v = v.repeat_interleave(H // G, dim=1)                                # (B, H/2, T, 2D)
+        visible = pattern.visible.expand(B, 1, T, T)
+        if key_padding is not None:
+            visible = visible & (key_padding != 0)[:, None, None, :]
+        maps = []
+        for half in (0, 1):
+            qh = q[:, half::2]                                                  # (B, H/2, T, D)
+            kh = k[:, half::2].repeat_interleave(H // G, dim=1)
+            scores = qh @ kh.transpose(-1, -2) / math.sqrt(D)
+            if self.cfg.position == "alibi":  # one slope per differential head, shared by its maps
+                i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+                slopes = torch.tensor(alibi_slopes(H // 2), dtype=q.dtype)
+                scores = scores - slopes[:, None, None] * (i - j).abs().to(q.dtype)
+            probs = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+            maps.append(probs.masked_fill(~visible.any(-1, keepdim=True), 0.0))
+        lam = (torch.exp(self.lambda_q1 @ self.lambda_k1) - torch.exp(self.lambda_q2 @ self.lambda_k2) +
+               self.lambda_init)
+        out = (maps[0] - lam * maps[1]) @ v                                     # (B, H/2, T, 2D)
+        out = out / torch.sqrt((out * out).mean(-1, keepdim=True) + 1e-5) * self.subln.weight
+        return (1 - self.lambda_init) * out.transpose(1, 2).reshape(B, T, H * D)
 
 
 class FeedForward(nn.Module):

@@ -32,4 +32,12 @@ CheckpointText load_checkpoint_text(const CheckpointTextArgs& args) {
   return out;
 }
 
+void require_gated_heads(const CheckpointText& input, const char* command) {
+  const layers::ModelConfig& m = input.loaded.run.recipe.model;
+  for (int64_t l = 0; l < m.n_layers; ++l)
+    TF_CHECK_INPUT(m.mixer(l) != layers::MixerKind::differential, command, ": ", input.file, " has differential "
+                   "attention in layer ", l, " (model.mixer); head importance and pruning gate softmax heads, which "
+                   "a differential layer pairs into one");
+}
+
 }  // namespace tf::tools

@@ -55,6 +55,7 @@ void add_heads_command(CLI::App& app, int& exit_code) {
       ->check(integer_in(0, int64_t{1} << 40));
   cmd->callback([&exit_code] {
     CheckpointText input = load_checkpoint_text(args);
+    require_gated_heads(input, "heads");
     const train::Run& run = input.loaded.run;
     const size_t text_tokens = input.ids.size();
     TF_CHECK_INPUT(text_tokens > 1, "the text is too short to measure head importance on (", text_tokens, " tokens)");

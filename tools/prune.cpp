@@ -184,6 +184,7 @@ void add_prune_command(CLI::App& app, int& exit_code) {
     TF_CHECK_INPUT(!args.sweep || (args.out.empty() && args.fraction < 0),
                    "prune: --sweep writes no checkpoint; drop --heads and --out (or drop --sweep)");
     CheckpointText input = load_checkpoint_text(args.input);
+    require_gated_heads(input, "prune");
     TF_CHECK_INPUT(input.ids.size() > 1, "the text is too short to measure head importance on (", input.ids.size(),
                    " tokens)");
     const int64_t max_batches = args.batches >= 0 ? args.batches : input.loaded.run.recipe.eval.batches;

@@ -54,13 +54,18 @@ int64_t non_embedding_parameters(const layers::ParamList& params) {
 // A linear-attention layer instead reads and updates a (D, D + 1) state per head, 4 D (D + 1) per
 // head forward, and its backward is three such products: 16 H D (D + 1), whatever T (the sums
 // inside a chunk, of the same order at D = 32, are left out as the softmax term leaves out softmax).
+// A differential layer's H / 2 heads each form two maps, Q K^T over D and P V over 2D: 6 T D per
+// head pair forward, 18 H D T with backward (1.5 times softmax attention's).
 double training_flops_per_token(const layers::ParamList& params, const layers::ModelConfig& m, int64_t seq_len) {
   const double D = static_cast<double>(m.head_dim());
   double mixing = 0;
   for (int64_t l = 0; l < m.n_layers; ++l) {
     const double H = static_cast<double>(m.heads(l));
-    mixing += m.mixer(l) == layers::MixerKind::linear ? 16.0 * H * D * (D + 1)
-                                                      : 12.0 * H * D * static_cast<double>(seq_len);
+    switch (m.mixer(l)) {
+      case layers::MixerKind::attention: mixing += 12.0 * H * D * static_cast<double>(seq_len); break;
+      case layers::MixerKind::linear: mixing += 16.0 * H * D * (D + 1); break;
+      case layers::MixerKind::differential: mixing += 18.0 * H * D * static_cast<double>(seq_len); break;
+    }
   }
   return 6.0 * static_cast<double>(non_embedding_parameters(params)) + mixing;
 }

@@ -34,35 +34,37 @@ Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor&
   // Nothing here is recorded (the cache's writes are not ops), so a gradient would be silently wrong.
   TF_CHECK(!grad_enabled(), "attention_append is for inference: call it under a NoGradGuard");
   const Tensor& cache_k = cache.keys;
-  TF_CHECK(cache_k.defined() && cache_k.rank() == 4 && cache.values.shape() == cache_k.shape() &&
-               cache.values.dtype() == cache_k.dtype(),
-           "attention_append: the cache must hold two (B, G, L, D) buffers, got ", cache_k.describe(), " and ",
-           cache.values.describe());
-  const int64_t B = cache_k.dim(0), G = cache_k.dim(1), L = cache_k.dim(2), D = cache_k.dim(3);
+  const Tensor& cache_v = cache.values;
+  TF_CHECK(cache_k.defined() && cache_k.rank() == 4 && cache_v.defined() && cache_v.rank() == 4 &&
+               cache_v.dim(0) == cache_k.dim(0) && cache_v.dim(1) == cache_k.dim(1) &&
+               cache_v.dim(2) == cache_k.dim(2) && cache_v.dtype() == cache_k.dtype(),
+           "attention_append: the cache must hold (B, G, L, D) keys and (B, G, L, Dv) values, got ",
+           cache_k.describe(), " and ", cache_v.describe());
+  const int64_t B = cache_k.dim(0), G = cache_k.dim(1), L = cache_k.dim(2), D = cache_k.dim(3), Dv = cache_v.dim(3);
   TF_CHECK(queries.rank() == 4 && queries.dim(0) == B && queries.dim(3) == D && queries.dim(1) % G == 0 &&
                queries.dtype() == cache_k.dtype(),
            "attention_append: queries must be (B, H, T, D) = (", B, ", a multiple of ", G, ", T, ", D, ") ",
            dtype_name(cache_k.dtype()), ", got ", queries.describe());
   const int64_t H = queries.dim(1), T = queries.dim(2);
-  const Shape kv_shape{B, G, T, D};
-  TF_CHECK(keys.shape() == kv_shape && values.shape() == kv_shape && keys.dtype() == cache_k.dtype() &&
+  const Shape key_shape{B, G, T, D}, value_shape{B, G, T, Dv};
+  TF_CHECK(keys.shape() == key_shape && values.shape() == value_shape && keys.dtype() == cache_k.dtype() &&
                values.dtype() == cache_k.dtype(),
-           "attention_append: keys and values must be ", kv_shape, " ", dtype_name(cache_k.dtype()), ", got ",
-           keys.describe(), " and ", values.describe());
+           "attention_append: keys and values must be ", key_shape, " and ", value_shape, " ",
+           dtype_name(cache_k.dtype()), ", got ", keys.describe(), " and ", values.describe());
   TF_CHECK(cache.length >= 0 && cache.length + T <= L, "attention_append: ", cache.length, " cached positions plus ",
            T, " new exceed the capacity ", L);
   write_rows(cache_k, keys, cache.length);
-  write_rows(cache.values, values, cache.length);
+  write_rows(cache_v, values, cache.length);
 
-  // One kernel call per (batch entry, key/value head): its cached keys are a contiguous (N, D) block
-  // of the (B, G, L, D) buffer, and the group of H / G query heads that reads it is a contiguous
-  // (H / G, T, D) block of the queries.
+  // One kernel call per (batch entry, key/value head): its cached keys and values are contiguous
+  // (N, D) and (N, Dv) blocks of the buffers, and the group of H / G query heads that reads them is
+  // a contiguous (H / G, T, D) block of the queries.
   kernels::AttentionDims d;
   d.heads = H / G;
   d.q_len = T;
   d.kv_len = cache.length + T;
   d.head_dim = D;
-  d.value_dim = D;
+  d.value_dim = Dv;
   d.scale = 1.0 / std::sqrt(static_cast<double>(D));
   check_relative_bias("attention_append", relative_bias, H, variant, queries.dtype());
   storage_pool::Scratch<int32_t> bucket_of(variant.relative_buckets > 0 ? 2 * d.kv_len - 1 : 0);  // pooled
@@ -70,18 +72,18 @@ Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor&
   const kernels::AttentionMask mask{.causal = true, .variant = variant, .model_heads = H,
                                     .relative_bias = relative_bias.defined() ? relative_bias.raw_data() : nullptr,
                                     .bucket_of = bucket_of.data()};
-  Tensor out = Tensor::empty({B, H, T, D}, queries.dtype());  // (B, H, T, D)
+  Tensor out = Tensor::empty({B, H, T, Dv}, queries.dtype());  // (B, H, T, Dv)
   dispatch(queries.dtype(), [&](auto zero) {
     using Scalar = decltype(zero);
     auto pair_args = [&](int64_t pair, Scalar* lse) {  // pair = b G + g
       const int64_t b = pair / G, g = pair % G;
-      const int64_t q_offset = (b * H + g * d.heads) * T * D, kv_offset = pair * L * D;
+      const int64_t q_row = (b * H + g * d.heads) * T;  // first query row of the group
       kernels::AttentionMask group_mask = mask;
       group_mask.first_head = g * d.heads;  // the call sees query heads g H / G .. (g + 1) H / G - 1
       return kernels::AttentionForwardArgs<Scalar>{
-          .dims = d, .mask = group_mask, .queries = queries.data<Scalar>() + q_offset,
-          .keys = cache_k.data<Scalar>() + kv_offset, .values = cache.values.data<Scalar>() + kv_offset,
-          .out = out.data<Scalar>() + q_offset, .lse = lse};
+          .dims = d, .mask = group_mask, .queries = queries.data<Scalar>() + q_row * D,
+          .keys = cache_k.data<Scalar>() + pair * L * D, .values = cache_v.data<Scalar>() + pair * L * Dv,
+          .out = out.data<Scalar>() + q_row * Dv, .lse = lse};
     };
     if constexpr (std::is_same_v<Scalar, float>) {
       if (kernels::use_fast<Scalar>() && T == 1) {

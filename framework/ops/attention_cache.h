@@ -32,11 +32,15 @@ struct KvBuffers {
   // A layer whose mixer carries a recurrent state instead (linear attention: (B, H, D, Dv + 1), the
   // sum over every position so far, ops::linear_attention_append) has it here and no keys or values.
   Tensor state{};
+  // Differential attention's second map's keys, shaped as `keys` (ops::differential_attention_append);
+  // undefined for every other layer.
+  Tensor second_keys{};
   int64_t next_position() const { return position >= 0 ? position : length; }
 };
 
-// Writes keys and values (B, G, T, D) into rows length .. length + T - 1 of the cache, then returns
-// the attention of queries (B, H, T, D) at those positions over rows 0 .. N - 1; (B, H, T, D).
+// Writes keys (B, G, T, D) and values (B, G, T, Dv) into rows length .. length + T - 1 of the cache
+// ((B, G, L, D) and (B, G, L, Dv); Dv = D but for differential attention), then returns the attention
+// of queries (B, H, T, D) at those positions over rows 0 .. N - 1; (B, H, T, Dv).
 // One new token (T = 1, every step of sampling) runs the (batch entry, key/value head) pairs on
 // kernels/cpu/attention_step.h, in one parallel region when the context is long; a longer chunk (a
 // prefill) runs each pair on the threaded attention kernel. Throws tf::Error under grad mode, or when the cache is full.

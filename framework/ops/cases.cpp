@@ -20,6 +20,7 @@ const std::vector<OpCase>& op_cases() {
     ops::add_attention_cases(all);
     ops::add_rope_cases(all);
     ops::add_linear_attention_cases(all);
+    ops::add_differential_attention_cases(all);
     return all;
   }();
   return cases;

@@ -21,5 +21,6 @@ void add_cross_entropy_cases(std::vector<OpCase>& cases);
 void add_attention_cases(std::vector<OpCase>& cases);
 void add_rope_cases(std::vector<OpCase>& cases);
 void add_linear_attention_cases(std::vector<OpCase>& cases);
+void add_differential_attention_cases(std::vector<OpCase>& cases);
 
 }  // namespace tf::ops

@@ -47,6 +47,7 @@ TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
     b.attn.variant = {};
     b.attn.attn_dropout = 0;
   }
+  b.attn.lambda_init = 0.8 - 0.6 * std::exp(-0.3 * static_cast<double>(layer));  // Ye et al. 2024, l = layer + 1
   b.attn.init_std = init_std;
   b.attn.proj_init_std = residual_std;
   b.mlp.d_model = d_model;
@@ -139,6 +140,26 @@ void ModelConfig::validate() const {
                   "model.tie_embeddings must be true for a BERT: its MLM decoder is the token embedding");
 }
 
+// Differential attention pairs heads: each pair of query heads, and of key/value heads, becomes one
+// differential head (Ye et al. 2024, section 2.1), so both counts must be even in each such layer.
+// Its two maps take the mask options, RoPE and ALiBi like any softmax layer; T5's table (one row per
+// softmax head) and dropout on the probabilities have no counterpart in the paper and are refused.
+void ModelConfig::validate_differential() const {
+  if (std::count(mixers.begin(), mixers.end(), MixerKind::differential) == 0) return;
+  for (int64_t l = 0; l < n_layers; ++l) {
+    if (mixer(l) != MixerKind::differential) continue;
+    TF_CHECK_CONFIG(heads(l) % 2 == 0 && kv_heads(l) % 2 == 0, ({"model.n_heads", "model.n_kv_heads", "model.mixer"}),
+                    "model.mixer differential pairs heads: layer ", l, " needs an even number of query heads and "
+                    "of key/value heads, got ", heads(l), " and ", kv_heads(l));
+  }
+  TF_CHECK_CONFIG(position != PositionEncoding::t5, ({"model.position", "model.mixer"}),
+                  "model.mixer differential does not take model.position t5 (its bias table has a row per softmax "
+                  "head); use rope, alibi, learned, sinusoidal or none");
+  TF_CHECK_CONFIG(attn_dropout == 0, ({"model.attn_dropout", "model.mixer"}),
+                  "model.mixer differential does not take model.attn_dropout (the paper drops no attention "
+                  "probabilities); set it to 0");
+}
+
 // What each mixer supports (layers/mixer.h). Linear attention forms no scores, so the options that
 // act on scores (ALiBi and T5 biases, RoPE's rotation, whose relative positions would not survive
 // phi, windows and sparse patterns, dropout on probabilities) act on the softmax layers of a hybrid
@@ -148,6 +169,7 @@ void ModelConfig::validate_mixers() const {
   TF_CHECK_CONFIG(mixers.empty() || n_layers % static_cast<int64_t>(mixers.size()) == 0,
                   ({"model.mixer", "model.n_layers"}), "model.mixer lists a pattern of ", mixers.size(),
                   " layers, which does not divide model.n_layers ", n_layers, " (it repeats over the layers)");
+  validate_differential();
   const auto linear = std::count(mixers.begin(), mixers.end(), MixerKind::linear);
   if (linear == 0) return;
   TF_CHECK_CONFIG(kv_heads() == n_heads, ({"model.n_kv_heads", "model.mixer"}),

@@ -67,6 +67,7 @@ struct ModelConfig {
   // Throws InputError naming the field for inconsistent combinations.
   void validate() const;
   void validate_mixers() const;  // the options each layer's mixer supports (part of validate)
+  void validate_differential() const;  // differential layers: paired heads, no T5 table, no attention dropout
 };
 
 }  // namespace tf::layers

@@ -67,10 +67,12 @@ KvCache Gpt::make_cache(int64_t batch) const {
   o.window = w > 0 ? std::min(w, o.capacity) : 0;
   o.head_dim = config_.head_dim();
   o.dtype = token_embedding.weight.dtype();
-  for (int64_t l = 0; l < config_.n_layers && !config_.mixers.empty(); ++l)  // linear: (B, H, D, D + 1)
+  for (int64_t l = 0; l < config_.n_layers && !config_.mixers.empty(); ++l) {  // linear: (B, H, D, D + 1)
     o.recurrent_states.push_back(config_.mixer(l) == MixerKind::linear
                                      ? Shape{batch, config_.heads(l), o.head_dim, o.head_dim + 1}
                                      : Shape{});
+    o.differential.push_back(config_.mixer(l) == MixerKind::differential);
+  }
   return KvCache(o);
 }
 

@@ -105,6 +105,21 @@ TEST(ModelGradcheckVariants, YarnScaledRopeGptAndBert) {
   }
 }
 
+// The GPT or BERT (c.arch) of config c, at float64 from Rng(seed): a GPT on every target, a BERT on
+// some targets with the last two keys of sequence 1 padded.
+void expect_gpt_or_bert_gradients(const ModelConfig& c, const std::string& what, uint64_t seed) {
+  Init init{Rng(seed), DType::f64};
+  const Tensor ids = random_ids({2, 5}, 11, 1);
+  if (c.arch == Architecture::gpt) {
+    const Gpt model(c, init);
+    expect_model_gradients("GPT, " + what, model, ids, random_ids({2, 5}, 11, 2), Tensor());
+  } else {
+    const Bert model(c, init);
+    expect_model_gradients("BERT, " + what + ", pad", model, ids,
+                           ignore_positions(random_ids({2, 5}, 11, 2), {1, 3, 4, 6, 8, 9}), padding_2x5());
+  }
+}
+
 // Linear attention (layers/mixer.h) in every layer, and a hybrid whose softmax layer takes RoPE
 // and a window while its linear layer takes neither; the BERT with padded keys.
 TEST(ModelGradcheckVariants, LinearAttentionAndHybridGptAndBert) {
@@ -114,17 +129,24 @@ TEST(ModelGradcheckVariants, LinearAttentionAndHybridGptAndBert) {
       c.mixers = hybrid ? std::vector<MixerKind>{MixerKind::attention, MixerKind::linear}
                         : std::vector<MixerKind>{MixerKind::linear};
       if (hybrid) c.attention.window = 3;
-      Init init{Rng(13), DType::f64};
-      const Tensor ids = random_ids({2, 5}, 11, 1);
-      const std::string what = std::string(hybrid ? "hybrid [attention, linear], rope, window 3" : "linear, learned");
-      if (arch == Architecture::gpt) {
-        const Gpt model(c, init);
-        expect_model_gradients("GPT, " + what, model, ids, random_ids({2, 5}, 11, 2), Tensor());
-      } else {
-        const Bert model(c, init);
-        expect_model_gradients("BERT, " + what + ", pad", model, ids,
-                               ignore_positions(random_ids({2, 5}, 11, 2), {1, 3, 4, 6, 8, 9}), padding_2x5());
-      }
+      expect_gpt_or_bert_gradients(c, hybrid ? "hybrid [attention, linear], rope, window 3" : "linear, learned", 13);
+    }
+}
+
+// Differential attention (Ye et al. 2024) in every layer with grouped key/value heads and RoPE, and
+// a hybrid whose layers take ALiBi and a window; the BERT with padded keys. lambda's four vectors and
+// the heads' RMSNorm are checked like every other parameter.
+TEST(ModelGradcheckVariants, DifferentialAttentionAndHybridGptAndBert) {
+  for (Architecture arch : {Architecture::gpt, Architecture::bert})
+    for (bool hybrid : {false, true}) {
+      ModelConfig c = tiny_config(arch, hybrid ? PositionEncoding::alibi : PositionEncoding::rope);
+      c.n_heads = 4;
+      c.n_kv_heads = hybrid ? 0 : 2;
+      c.mixers = hybrid ? std::vector<MixerKind>{MixerKind::differential, MixerKind::attention}
+                        : std::vector<MixerKind>{MixerKind::differential};
+      if (hybrid) c.attention.window = 3;
+      expect_gpt_or_bert_gradients(c, hybrid ? "hybrid [differential, attention], alibi, window 3" : "differential, rope, GQA",
+                                   17);
     }
 }
 

@@ -76,6 +76,14 @@ CONFIGS = [
     ("gpt_hybrid_linear", "tiny_gpt.yaml",
      ["model.mixer=[linear, attention]", "model.position=rope", "model.attention_window=5"], [[]]),
     ("bert_linear_padding", "tiny_bert.yaml", ["model.mixer=linear"], [[]]),
+    # Differential attention (Ye et al. 2024): grouped-query with RoPE, then beside a softmax layer
+    # under ALiBi and a window, and bidirectional with padding.
+    ("gpt_differential_rope_gqa", "tiny_gpt.yaml",
+     ["model.mixer=differential", "model.position=rope", "model.n_heads=4", "model.n_kv_heads=2"], [[]]),
+    ("gpt_hybrid_differential_alibi", "tiny_gpt.yaml",
+     ["model.mixer=[attention, differential]", "model.position=alibi", "model.n_heads=4",
+      "model.attention_window=5"], [[]]),
+    ("bert_differential_padding", "tiny_bert.yaml", ["model.mixer=differential", "model.n_heads=2"], [[]]),
     ("bert_char_learned", "tiny_bert.yaml", [], [[], ["--batches", "2"]]),
     ("bert_bpe_t5_window", "tiny_bert.yaml",
      BPE + ["model.position=t5", "model.relative_buckets=8", "model.relative_max_distance=16", "model.norm=rms",

@@ -39,5 +39,14 @@ TEST(Plan, ALinearAttentionLayerCostsItsStateNotTheContext) {
   EXPECT_DOUBLE_EQ(hybrid.flops_per_token, 6.0 * 25472 + 12.0 * 2 * 16 * 32 + 16.0 * 2 * 16 * 17);
 }
 
+TEST(Plan, ADifferentialLayerAddsLambdaAndItsNormAndOneAndAHalfTimesTheScoreWork) {
+  // [attention, differential]: layer 1 adds lambda's four D-vectors (4 x 16) and the heads' RMSNorm
+  // over 2D (32); its one head pair forms two maps, Q K^T over D = 16 and P V over 2D = 32:
+  // 18 H D T = 18 x 2 x 16 x 32 with backward, against 12 H D T for layer 0.
+  const RunPlan hybrid = plan_run(tiny({"model.mixer=attention, differential"}));
+  EXPECT_EQ(hybrid.non_embedding_parameters, 25472 + 4 * 16 + 32);
+  EXPECT_DOUBLE_EQ(hybrid.flops_per_token, 6.0 * (25472 + 4 * 16 + 32) + 12.0 * 2 * 16 * 32 + 18.0 * 2 * 16 * 32);
+}
+
 }  // namespace
 }  // namespace tf::train

@@ -170,6 +170,15 @@ TEST(Recipe, MixerIsAPatternOfNamesAndRefusesWhatItsLayersCannotTake) {
   expect_refused("model:\n  mixer: [linear]\n  attention_window: 4\n", {"bad.yaml:3:3", "would act on nothing"});
   expect_refused("model:\n  mixer: [linear]\n  attn_dropout: 0.1\n", {"bad.yaml:3:3", "model.attn_dropout"});
   expect_refused("model:\n  n_kv_heads: 2\n  mixer: [attention, linear]\n", {"bad.yaml:2:3", "one key/value head per query head"});
+  // Differential attention pairs heads and has no T5 table or probability dropout.
+  EXPECT_EQ(parse_recipe("model:\n  mixer: [differential, attention]\n", "d.yaml").model.mixer(0),
+            layers::MixerKind::differential);
+  expect_refused("model:\n  d_model: 96\n  n_heads: 3\n  mixer: differential\n",
+                 {"bad.yaml:3:3", "pairs heads: layer 0 needs an even number"});
+  expect_refused("model:\n  n_kv_heads: 1\n  mixer: [attention, differential]\n", {"bad.yaml:2:3", "layer 1"});
+  expect_refused("model:\n  position: t5\n  mixer: differential\n", {"bad.yaml:2:3", "does not take model.position t5"});
+  expect_refused("model:\n  mixer: [attention, differential]\n  attn_dropout: 0.1\n",
+                 {"bad.yaml:3:3", "does not take model.attn_dropout"});
 }
 
 TEST(Recipe, EveryKeyHasTypeAndMeaning) {
