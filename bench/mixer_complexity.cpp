@@ -10,6 +10,9 @@
 //   bigbird     flash with a window of 192, 32 global tokens and 2 random blocks of 64 per query
 //               block (Zaheer et al. 2020): O(T (w + g + r b) D) time, plus the global rows O(g T D)
 //   linear      ops::linear_attention (Katharopoulos et al. 2020), chunked: O(T D^2) time and memory
+//   differential  ops::differential_attention (Ye et al. 2024): the 4 heads paired into 2 of two maps
+//               each, values 2D wide, on the flash kernel: O(T^2 D) time (1.5 times flash's
+//               products), O(T) memory
 //
 // Each point runs in a child process of its own (fork), so that its peak resident memory is its
 // own: ru_maxrss of the child from wait4, minus that of a child which only starts (the program and
@@ -44,6 +47,7 @@
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/attention.h"
 #include "framework/kernels/cpu/flash_attention.h"
+#include "framework/ops/differential_attention.h"
 #include "framework/ops/linear_attention.h"
 #include "framework/random.h"
 #include "inspect/plot.h"
@@ -109,11 +113,34 @@ struct LinearProblem {
   }
 };
 
-std::function<void()> make_problem(const std::string& kind, int64_t T) {
-  if (kind == "linear") {
-    auto p = std::make_shared<LinearProblem>(T);
-    return [p] { p->run(); };
+// Differential attention through its op and the tape: H / 2 heads with two maps each, as a layer
+// of H = 4 softmax heads becomes (layers/differential_attention.cpp).
+struct DifferentialProblem {
+  tf::Tensor q1, k1, q2, k2, v, lambda, dout;
+  explicit DifferentialProblem(int64_t T) {
+    tf::Rng rng(1);
+    const tf::Shape s{kBatch, kHeads / 2, T, kHeadDim}, sv{kBatch, kHeads / 2, T, 2 * kHeadDim};
+    for (tf::Tensor* t : {&q1, &k1, &q2, &k2}) *t = tf::randn(s, rng).set_requires_grad();
+    v = tf::randn(sv, rng).set_requires_grad(), dout = tf::randn(sv, rng);
+    lambda = tf::Tensor::scalar(0.5).set_requires_grad();
   }
+  void run() {
+    for (tf::Tensor* t : {&q1, &k1, &q2, &k2, &v, &lambda}) t->zero_grad();
+    tf::tape().backward(tf::ops::differential_attention(q1, k1, q2, k2, v, lambda, {.causal = true}), dout);
+  }
+};
+
+const char* const kKinds[] = {"softmax", "flash", "window", "bigbird", "linear", "differential"};
+
+template <class Problem>
+std::function<void()> problem(int64_t T) {
+  auto p = std::make_shared<Problem>(T);
+  return [p] { p->run(); };
+}
+
+std::function<void()> make_problem(const std::string& kind, int64_t T) {
+  if (kind == "linear") return problem<LinearProblem>(T);
+  if (kind == "differential") return problem<DifferentialProblem>(T);
   tf::kernels::AttentionVariant variant;
   if (kind == "window") variant.window = 256;
   if (kind == "bigbird") variant.window = 192, variant.global_tokens = 32, variant.random_blocks = 2,
@@ -173,7 +200,7 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) {
   int64_t t_max = 16384;
   double max_seconds = 60, max_gib = 8, seconds = 1;
-  std::string kinds_arg = "softmax,flash,window,bigbird,linear", plot;
+  std::string kinds_arg = "softmax,flash,window,bigbird,linear,differential", plot;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--t-max")) t_max = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--max-seconds")) max_seconds = std::atof(argv[i + 1]);
@@ -188,15 +215,15 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::string> kinds = split(kinds_arg);
   for (const std::string& kind : kinds)
-    if (kind != "softmax" && kind != "flash" && kind != "window" && kind != "bigbird" && kind != "linear") {
-      std::fprintf(stderr, "unknown kind '%s' (softmax, flash, window, bigbird, linear)\n", kind.c_str());
+    if (std::find(std::begin(kKinds), std::end(kKinds), kind) == std::end(kKinds)) {
+      std::fprintf(stderr, "unknown kind '%s' (softmax, flash, window, bigbird, linear, differential)\n", kind.c_str());
       return 2;
     }
   const double idle_kib = in_child([] { return 0.0; }).second;
   std::printf("B=%lld C=%lld H=%lld D=%lld causal, forward + backward, %d threads; idle child %.0f MiB\n",
               static_cast<long long>(kBatch), static_cast<long long>(kHeads * kHeadDim), static_cast<long long>(kHeads),
               static_cast<long long>(kHeadDim), omp_get_max_threads(), idle_kib / 1024);
-  std::printf("%-8s %7s %12s %12s\n", "kind", "T", "ms", "peak MiB");
+  std::printf("%-12s %7s %12s %12s\n", "kind", "T", "ms", "peak MiB");
   std::map<std::string, std::vector<Point>> results;
   for (const std::string& kind : kinds) {
     std::vector<Point>& points = results[kind];
@@ -205,7 +232,7 @@ int main(int argc, char** argv) {
         const Point &a = points[points.size() - 2], &b = points.back();
         const double next = b.peak_mib * std::max(1.0, b.peak_mib / std::max(a.peak_mib, 1.0));
         if (next > max_gib * 1024) {
-          std::printf("%-8s %7lld   stopped: about %.0f MiB expected, over %.0f GiB\n", kind.c_str(),
+          std::printf("%-12s %7lld   stopped: about %.0f MiB expected, over %.0f GiB\n", kind.c_str(),
                       static_cast<long long>(T), next, max_gib);
           break;
         }
@@ -220,19 +247,19 @@ int main(int argc, char** argv) {
         return (now_seconds() - start) / pairs;
       });
       if (per_pair < 0) {
-        std::printf("%-8s %7lld   failed (the child did not finish)\n", kind.c_str(), static_cast<long long>(T));
+        std::printf("%-12s %7lld   failed (the child did not finish)\n", kind.c_str(), static_cast<long long>(T));
         break;
       }
       points.push_back({T, per_pair, std::max(0.0, peak_kib - idle_kib) / 1024});
-      std::printf("%-8s %7lld %12.2f %12.1f\n", kind.c_str(), static_cast<long long>(T), per_pair * 1e3,
+      std::printf("%-12s %7lld %12.2f %12.1f\n", kind.c_str(), static_cast<long long>(T), per_pair * 1e3,
                   points.back().peak_mib);
       std::fflush(stdout);
       if (per_pair > max_seconds) break;
     }
   }
-  std::printf("\nexponent p of a fit ~ T^p over T >= 1024:\n%-8s %6s %6s\n", "kind", "time", "memory");
+  std::printf("\nexponent p of a fit ~ T^p over T >= 1024:\n%-12s %6s %6s\n", "kind", "time", "memory");
   for (const std::string& kind : kinds)
-    std::printf("%-8s %6.2f %6.2f\n", kind.c_str(), fit_exponent(results[kind], &Point::seconds),
+    std::printf("%-12s %6.2f %6.2f\n", kind.c_str(), fit_exponent(results[kind], &Point::seconds),
                 fit_exponent(results[kind], &Point::peak_mib));
   if (!plot.empty()) {
     // Log-log: both axes in log2, so a slope is the exponent.
