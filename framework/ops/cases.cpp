@@ -21,6 +21,9 @@ const std::vector<OpCase>& op_cases() {
     ops::add_rope_cases(all);
     ops::add_linear_attention_cases(all);
     ops::add_differential_attention_cases(all);
+    ops::add_pointwise_cases(all);
+    ops::add_causal_conv_cases(all);
+    ops::add_selective_scan_cases(all);
     return all;
   }();
   return cases;

@@ -22,5 +22,8 @@ void add_attention_cases(std::vector<OpCase>& cases);
 void add_rope_cases(std::vector<OpCase>& cases);
 void add_linear_attention_cases(std::vector<OpCase>& cases);
 void add_differential_attention_cases(std::vector<OpCase>& cases);
+void add_pointwise_cases(std::vector<OpCase>& cases);
+void add_causal_conv_cases(std::vector<OpCase>& cases);
+void add_selective_scan_cases(std::vector<OpCase>& cases);
 
 }  // namespace tf::ops
