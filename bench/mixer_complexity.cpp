@@ -13,6 +13,9 @@
 //   differential  ops::differential_attention (Ye et al. 2024): the 4 heads paired into 2 of two maps
 //               each, values 2D wide, on the flash kernel: O(T^2 D) time (1.5 times flash's
 //               products), O(T) memory
+//   mamba       the causal convolution and the selective scan of a Mamba mixer (Gu & Dao 2023) at
+//               E = 2C = 256 channels, N = 16, K = 4, through their ops and the tape: O(T E N)
+//               time and memory (the projections are left out, as for every kind here)
 //
 // Each point runs in a child process of its own (fork), so that its peak resident memory is its
 // own: ru_maxrss of the child from wait4, minus that of a child which only starts (the program and
@@ -47,8 +50,11 @@
 #include "framework/autograd/tape.h"
 #include "framework/kernels/cpu/attention.h"
 #include "framework/kernels/cpu/flash_attention.h"
+#include "framework/ops/causal_conv.h"
 #include "framework/ops/differential_attention.h"
 #include "framework/ops/linear_attention.h"
+#include "framework/ops/pointwise.h"
+#include "framework/ops/selective_scan.h"
 #include "framework/random.h"
 #include "inspect/plot.h"
 
@@ -130,7 +136,28 @@ struct DifferentialProblem {
   }
 };
 
-const char* const kKinds[] = {"softmax", "flash", "window", "bigbird", "linear", "differential"};
+// The recurrent core of a Mamba mixer of C = H D channels expanded twice: conv, SiLU, the scan.
+struct MambaProblem {
+  static constexpr int64_t kChannels = 2 * kHeads * kHeadDim, kState = 16, kTaps = 4;
+  tf::Tensor x, taps, conv_bias, delta, a, b, c, d, dout;
+  explicit MambaProblem(int64_t T) {
+    tf::Rng rng(1);
+    const int64_t E = kChannels, N = kState;
+    x = tf::randn({kBatch, T, E}, rng).set_requires_grad(), taps = tf::randn({E, kTaps}, rng, 0.5).set_requires_grad();
+    conv_bias = tf::randn({E}, rng).set_requires_grad();
+    delta = tf::rand_uniform({kBatch, T, E}, rng, 0.001, 0.1).set_requires_grad();
+    a = tf::rand_uniform({E, N}, rng, -16, -1).set_requires_grad();
+    b = tf::randn({kBatch, T, N}, rng).set_requires_grad(), c = tf::randn({kBatch, T, N}, rng).set_requires_grad();
+    d = tf::Tensor::full({E}, 1.0).set_requires_grad(), dout = tf::randn({kBatch, T, E}, rng);
+  }
+  void run() {
+    for (tf::Tensor* t : {&x, &taps, &conv_bias, &delta, &a, &b, &c, &d}) t->zero_grad();
+    const tf::Tensor u = tf::ops::silu(tf::ops::causal_conv1d(x, taps, conv_bias));
+    tf::tape().backward(tf::ops::selective_scan(u, delta, a, b, c, d), dout);
+  }
+};
+
+const char* const kKinds[] = {"softmax", "flash", "window", "bigbird", "linear", "differential", "mamba"};
 
 template <class Problem>
 std::function<void()> problem(int64_t T) {
@@ -141,6 +168,7 @@ std::function<void()> problem(int64_t T) {
 std::function<void()> make_problem(const std::string& kind, int64_t T) {
   if (kind == "linear") return problem<LinearProblem>(T);
   if (kind == "differential") return problem<DifferentialProblem>(T);
+  if (kind == "mamba") return problem<MambaProblem>(T);
   tf::kernels::AttentionVariant variant;
   if (kind == "window") variant.window = 256;
   if (kind == "bigbird") variant.window = 192, variant.global_tokens = 32, variant.random_blocks = 2,
@@ -200,7 +228,7 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) {
   int64_t t_max = 16384;
   double max_seconds = 60, max_gib = 8, seconds = 1;
-  std::string kinds_arg = "softmax,flash,window,bigbird,linear,differential", plot;
+  std::string kinds_arg = "softmax,flash,window,bigbird,linear,differential,mamba", plot;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--t-max")) t_max = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--max-seconds")) max_seconds = std::atof(argv[i + 1]);
@@ -216,7 +244,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> kinds = split(kinds_arg);
   for (const std::string& kind : kinds)
     if (std::find(std::begin(kKinds), std::end(kKinds), kind) == std::end(kKinds)) {
-      std::fprintf(stderr, "unknown kind '%s' (softmax, flash, window, bigbird, linear, differential)\n", kind.c_str());
+      std::fprintf(stderr, "unknown kind '%s' (softmax, flash, window, bigbird, linear, differential, mamba)\n",
+                   kind.c_str());
       return 2;
     }
   const double idle_kib = in_child([] { return 0.0; }).second;

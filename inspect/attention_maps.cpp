@@ -35,6 +35,11 @@ AttentionMaps capture_attention(const layers::LanguageModel& model, const data::
   std::vector<Tensor> weights;
   const layers::Context ctx{false, nullptr, &weights};
   model.logits(input, Tensor(), ctx);
+  const layers::ModelConfig& config = model.config();
+  for (int64_t l = 0; l < config.n_layers; ++l)
+    if (config.mixer(l) != layers::MixerKind::mamba) maps.layer_numbers.push_back(l);
+  TF_CHECK(weights.size() == maps.layer_numbers.size(), "capture_attention: ", weights.size(), " maps for ",
+           maps.layer_numbers.size(), " attention layers");
   for (const Tensor& w : weights) {  // (1, H, T, T)
     TF_CHECK(w.rank() == 4 && w.dim(0) == 1 && w.dim(2) == T && w.dim(3) == T, "attention map ", w.describe(),
              " for ", T, " tokens");
@@ -80,7 +85,8 @@ std::vector<HeadStats> head_stats(const AttentionMaps& maps) {
     const int64_t T = layer.dim(1);
     for (int64_t h = 0; h < layer.dim(0); ++h) {
       HeadStats s = head_stats(layer.data<float>() + h * T * T, T);
-      s.layer = static_cast<int64_t>(l);
+      s.layer = maps.layer_numbers[l];
+      s.map = static_cast<int64_t>(l);
       s.head = h;
       out.push_back(s);
     }

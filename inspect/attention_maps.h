@@ -20,6 +20,7 @@ struct AttentionMaps {
   std::vector<int32_t> ids;          // (T) the model's input: a BERT's framed by [CLS] and [SEP]
   std::vector<std::string> tokens;   // (T) each id as text (the tokenizer's decode of that id alone)
   std::vector<Tensor> layers;        // one (H, T, T) float32 tensor per attention layer, in order
+  std::vector<int64_t> layer_numbers;  // the model layer of each: a Mamba layer has no map, so they can skip
   bool causal = false;
 };
 
@@ -33,7 +34,8 @@ AttentionMaps capture_attention(const layers::LanguageModel& model, const data::
                                 std::vector<int32_t> ids);
 
 struct HeadStats {
-  int64_t layer = 0, head = 0;
+  int64_t layer = 0, head = 0;  // the model's layer number
+  int64_t map = 0;              // its index in AttentionMaps::layers
   double entropy_bits = 0;    // mean over query rows of -sum_j p_ij log2 p_ij
   double mean_distance = 0;   // mean over query rows of sum_j p_ij |i - j|, in tokens
   double previous_token = 0;  // mean over rows i >= 1 of p_{i, i-1}

@@ -167,7 +167,7 @@ PictureSize write_overview_png(const std::filesystem::path& file, const Attentio
     const double y = top + l * (tile + gap);
     cairo_set_source_rgb(cr, 0, 0, 0);
     use_font(cr, 11);
-    text_at(cr, 8, y + tile / 2 + 4, numbered('L', static_cast<int64_t>(l)));
+    text_at(cr, 8, y + tile / 2 + 4, numbered('L', maps.layer_numbers[l]));
     const Tensor& layer = maps.layers[l];  // (H, T, T)
     for (int64_t h = 0; h < layer.dim(0); ++h)
       draw_map(cr, downsample(layer.data<float>() + h * tokens * tokens, tokens), n,

@@ -10,13 +10,17 @@ TransformerBlock::TransformerBlock(const Options& o, Init& init)
     : options(o),
       ln_1({o.attn.d_model, o.ln_eps, o.norm}, init),
       ln_2({o.attn.d_model, o.ln_eps, o.norm}, init),
-      attn(o.attn, init),
+      attn(o.attn.mixer == MixerKind::mamba ? MultiHeadAttention() : MultiHeadAttention(o.attn, init)),
+      mamba(o.attn.mixer == MixerKind::mamba ? Mamba(o.mamba, init) : Mamba()),
       mlp(o.mlp, init) {}
 
 Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
                                  const ops::KvBuffers* cache) const {
   const double p = options.dropout;
-  auto attention = [&](const Tensor& in) { return in_layer("attn", [&] { return attn.forward(in, key_padding, ctx, cache); }); };
+  auto attention = [&](const Tensor& in) {
+    if (options.attn.mixer == MixerKind::mamba) return in_layer("mamba", [&] { return mamba.forward(in, cache); });
+    return in_layer("attn", [&] { return attn.forward(in, key_padding, ctx, cache); });
+  };
   auto feed_forward = [&](const Tensor& in) { return in_layer("mlp", [&] { return mlp.forward(in); }); };
   auto norm_1 = [&](const Tensor& in) { return in_layer("ln_1", [&] { return ln_1.forward(in); }); };
   auto norm_2 = [&](const Tensor& in) { return in_layer("ln_2", [&] { return ln_2.forward(in); }); };
@@ -35,7 +39,8 @@ Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding, con
 
 void TransformerBlock::parameters(ParamList& out, const std::string& prefix) const {
   ln_1.parameters(out, prefix + "ln_1.");
-  attn.parameters(out, prefix + "attn.");
+  if (options.attn.mixer == MixerKind::mamba) mamba.parameters(out, prefix + "mamba.");
+  else attn.parameters(out, prefix + "attn.");
   ln_2.parameters(out, prefix + "ln_2.");
   mlp.parameters(out, prefix + "mlp.");
 }

@@ -1,4 +1,5 @@
-// Transformer block: attention and feed-forward sublayers, each with a residual connection, with
+// Transformer block: a sequence mixer (attention or a layers/mixer.h kind) and a feed-forward
+// sublayer, each with a residual connection, with
 // layer norm either before each sublayer (pre-LN, GPT-2) or after each residual sum (post-LN, the
 // original Transformer and BERT).
 //
@@ -9,12 +10,14 @@
 #include "layers/attention.h"
 #include "layers/feed_forward.h"
 #include "layers/layer_norm.h"
+#include "layers/mamba.h"
 
 namespace tf::layers {
 
 struct TransformerBlock {
   struct Options {
-    MultiHeadAttention::Options attn;
+    MultiHeadAttention::Options attn;  // attn.mixer mamba: the block's mixer is `mamba` instead
+    Mamba::Options mamba;
     FeedForward::Options mlp;
     bool pre_norm = true;
     double ln_eps = 1e-5;
@@ -23,7 +26,8 @@ struct TransformerBlock {
   };
   Options options;
   LayerNorm ln_1, ln_2;
-  MultiHeadAttention attn;
+  MultiHeadAttention attn;  // the mixer, unless options.attn.mixer is mamba
+  Mamba mamba;              // the mixer when options.attn.mixer is mamba (parameters "mamba.*")
   FeedForward mlp;
 
   TransformerBlock() = default;

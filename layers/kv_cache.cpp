@@ -19,12 +19,16 @@ KvCache::KvCache(const Options& o) : options_(o) {
            "KvCache: recurrent_states lists ", o.recurrent_states.size(), " layers, not n_layers ", o.n_layers);
   TF_CHECK(o.differential.empty() || static_cast<int64_t>(o.differential.size()) == o.n_layers,
            "KvCache: differential lists ", o.differential.size(), " layers, not n_layers ", o.n_layers);
+  TF_CHECK(o.conv_states.empty() || static_cast<int64_t>(o.conv_states.size()) == o.n_layers,
+           "KvCache: conv_states lists ", o.conv_states.size(), " layers, not n_layers ", o.n_layers);
   layers_.resize(o.n_layers);
   // Zeros rather than empty(): the rows past length() are never read, but a kernel that swept a
   // whole buffer would then meet finite numbers, not whatever the allocator left.
   for (int64_t l = 0; l < o.n_layers; ++l) {
     if (recurrent(l)) {
       layers_[l].state = Tensor::zeros(o.recurrent_states[l], o.dtype);
+      if (!o.conv_states.empty() && o.conv_states[l].rank() > 0)
+        layers_[l].conv_state = Tensor::zeros(o.conv_states[l], o.dtype);
       continue;
     }
     const int64_t G = kv_heads(l);
@@ -50,7 +54,7 @@ ops::KvBuffers KvCache::layer(int64_t layer) const {
   TF_CHECK(layer >= 0 && layer < options_.n_layers, "KvCache: layer ", layer, " out of range for ",
            options_.n_layers, " layers");
   const Layer& buffers = layers_[layer];
-  return {buffers.keys, buffers.values, rows_, length_, buffers.state, buffers.second_keys};
+  return {buffers.keys, buffers.values, rows_, length_, buffers.state, buffers.second_keys, buffers.conv_state};
 }
 
 bool KvCache::recurrent(int64_t layer) const {
@@ -64,7 +68,8 @@ bool KvCache::differential(int64_t layer) const {
 void KvCache::clear() {
   length_ = rows_ = 0;
   for (Layer& layer : layers_)
-    if (layer.state.defined()) layer.state.fill(0.0);
+    for (Tensor* state : {&layer.state, &layer.conv_state})
+      if (state->defined()) state->fill(0.0);
 }
 
 int64_t KvCache::max_chunk() const {

@@ -19,7 +19,7 @@
 // filled up to rows(); a decode step writes T rows per head in place and never reallocates.
 // A differential-attention layer keeps two key buffers, (B, G/2, L, D) each, and (B, G/2, L, 2D)
 // values (Options::differential).
-// A layer with a recurrent mixer (linear attention) keeps its state tensor instead: a sum over every
+// A layer with a recurrent mixer (linear attention, Mamba) keeps its state tensors instead: a sum over every
 // position so far, of constant size, updated in place; it needs no rows and ignores the window.
 //
 // Sliding window (Options::window = w > 0; Mistral's rolling buffer, Jiang et al. 2023): a query
@@ -55,6 +55,9 @@ class KvCache {
     // heads for each of its two maps, (B, G / 2, L, D) twice, and values of G / 2 heads of 2D,
     // (B, G / 2, L, 2D). Empty: none is.
     std::vector<bool> differential;
+    // Per layer, the shape of a second recurrent state (a Mamba layer's convolution inputs,
+    // (B, K - 1, E)); rank 0 for none. Empty: no layer has one.
+    std::vector<Shape> conv_states;
   };
 
   KvCache() = default;
@@ -88,6 +91,7 @@ class KvCache {
   struct Layer {
     Tensor keys, values;  // (B, G, L, D) each; undefined for a recurrent layer
     Tensor second_keys;   // a differential layer's second map's keys; else undefined
+    Tensor conv_state;    // a Mamba layer's convolution inputs (Options::conv_states); else undefined
     Tensor state;         // a recurrent layer's state (Options::recurrent_states); else undefined
   };
   Options options_;

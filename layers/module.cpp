@@ -39,6 +39,15 @@ std::string summarize(const ParamList& params) {
 Tensor Init::normal(const Shape& shape, double std) {
   return (shapes_only ? Tensor::shape_only(shape, dtype) : randn(shape, rng, std, dtype)).set_requires_grad();
 }
+Tensor Init::uniform(const Shape& shape, double low, double high) {
+  return (shapes_only ? Tensor::shape_only(shape, dtype) : rand_uniform(shape, rng, low, high, dtype)).set_requires_grad();
+}
+Tensor Init::from_values(const Shape& shape, const std::function<double(int64_t)>& value) {
+  if (shapes_only) return Tensor::shape_only(shape, dtype).set_requires_grad();
+  std::vector<double> values(shape.numel());
+  for (int64_t i = 0; i < shape.numel(); ++i) values[i] = value(i);
+  return Tensor::from_vector(values, shape, dtype).set_requires_grad();
+}
 Tensor Init::zeros(const Shape& shape) {
   return (shapes_only ? Tensor::shape_only(shape, dtype) : Tensor::zeros(shape, dtype)).set_requires_grad();
 }

@@ -15,6 +15,7 @@
 // Copying a layer copies Tensor handles, so the copy shares its parameters (see framework/tensor.h).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,10 +48,13 @@ struct Init {
   Rng rng;
   DType dtype = DType::f32;
   bool shapes_only = false;
-  // normal(0, std), zeros, ones, as parameters that require grad.
+  // normal(0, std), uniform(low, high), zeros, ones, as parameters that require grad.
   Tensor normal(const Shape& shape, double std);
+  Tensor uniform(const Shape& shape, double low, double high);
   Tensor zeros(const Shape& shape);
   Tensor ones(const Shape& shape);
+  // Element i (row-major) = value(i), called in order (it may draw from rng).
+  Tensor from_values(const Shape& shape, const std::function<double(int64_t)>& value);
 };
 
 // Passed down through forward(): train/eval mode and where dropout draws its seeds.

@@ -50,6 +50,9 @@ class ModelConfig:
     head_dim: int = 0                  # 0: d_model / n_heads
     d_ff: int = 0                      # 0: 4 d_model
     mixer: list = dataclasses.field(default_factory=list)  # per layer, repeated; empty: attention everywhere
+    mamba_expand: int = 2              # mixer mamba: E = mamba_expand d_model
+    mamba_state: int = 16              # N
+    mamba_conv: int = 4                # K
     position: str = "learned"
     attention_window: int = 0          # 0: no sliding window
     attention_global_tokens: int = 0   # Longformer's global positions 0 .. g - 1
@@ -99,10 +102,10 @@ class ModelConfig:
                                      any(h <= 0 or h % group for h in self.heads_per_layer)):
             raise UnsupportedConfig(f"model.heads_per_layer {self.heads_per_layer}: one positive multiple of "
                                     f"n_heads / n_kv_heads = {group} per layer ({self.n_layers} layers)")
-        if any(m not in ("attention", "linear", "differential") for m in self.mixer) or \
+        if any(m not in ("attention", "linear", "differential", "mamba") for m in self.mixer) or \
                 (self.mixer and self.n_layers % len(self.mixer)):
-            raise UnsupportedConfig(f"model.mixer {self.mixer}: attention, linear or differential, a pattern "
-                                    "dividing n_layers")
+            raise UnsupportedConfig(f"model.mixer {self.mixer}: attention, linear, differential or mamba, a "
+                                    "pattern dividing n_layers")
         if self.heads_per_layer and self.position == "alibi":
             raise UnsupportedConfig("model.heads_per_layer with model.position alibi (tapeformer refuses it too)")
 
@@ -404,21 +407,60 @@ class FeedForward(nn.Module):
         return self.proj(gelu(h, self.cfg))
 
 
+class Mamba(nn.Module):
+    """Gu & Dao 2023's block as the layer's mixer (layers/mamba.h): the selective scan as its
+    recurrence, one step at a time."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        C, E, N, K = cfg.d_model, cfg.mamba_expand * cfg.d_model, cfg.mamba_state, cfg.mamba_conv
+        self.E, self.N, self.K, self.R = E, N, K, (C + 15) // 16
+        self.in_proj = nn.Linear(C, 2 * E, bias=False)
+        self.conv1d = nn.Conv1d(E, E, K, groups=E, padding=K - 1)  # weight (E, 1, K), bias (E)
+        self.x_proj = nn.Linear(E, self.R + 2 * N, bias=False)
+        self.dt_proj = nn.Linear(self.R, E)
+        self.A_log = nn.Parameter(torch.zeros(E, N))
+        self.D = nn.Parameter(torch.ones(E))
+        self.out_proj = nn.Linear(E, C, bias=False)
+
+    def forward(self, u):
+        B, T, _ = u.shape
+        x, z = self.in_proj(u).chunk(2, dim=-1)                           # (B, T, E) each
+        x = F.silu(self.conv1d(x.transpose(1, 2))[..., :T].transpose(1, 2))  # causal: the first T outputs
+        dt, Bm, Cm = self.x_proj(x).split([self.R, self.N, self.N], dim=-1)
+        delta = F.softplus(self.dt_proj(dt))                              # (B, T, E)
+        A = -torch.exp(self.A_log)                                        # (E, N)
+        h = torch.zeros(B, self.E, self.N, dtype=u.dtype)
+        ys = []
+        for t in range(T):  # h_t = exp(delta_t A) h_{t-1} + delta_t B_t x_t; y_t = C_t . h_t + D x_t
+            d = delta[:, t, :, None]                                       # (B, E, 1)
+            h = torch.exp(d * A) * h + d * Bm[:, t, None, :] * x[:, t, :, None]
+            ys.append((h * Cm[:, t, None, :]).sum(-1) + self.D * x[:, t])
+        y = torch.stack(ys, dim=1)                                        # (B, T, E)
+        return self.out_proj(y * F.silu(z))
+
+
 class Block(nn.Module):
     def __init__(self, cfg, layer):
         super().__init__()
         self.pre_norm, self.p = cfg.pre_norm, cfg.dropout
         self.ln_1 = Norm(cfg)
-        self.attn = Attention(cfg, layer)
+        if cfg.mixer_of(layer) == "mamba":
+            self.mamba = Mamba(cfg)
+        else:
+            self.attn = Attention(cfg, layer)
         self.ln_2 = Norm(cfg)
         self.mlp = FeedForward(cfg)
+
+    def mixer(self, x, pattern, key_padding):
+        return self.mamba(x) if hasattr(self, "mamba") else self.attn(x, pattern, key_padding)
 
     def forward(self, x, pattern, key_padding):
         drop = lambda y: F.dropout(y, self.p, self.training)  # noqa: E731
         if self.pre_norm:
-            h = x + drop(self.attn(self.ln_1(x), pattern, key_padding))
+            h = x + drop(self.mixer(self.ln_1(x), pattern, key_padding))
             return h + drop(self.mlp(self.ln_2(h)))
-        h = self.ln_1(x + drop(self.attn(x, pattern, key_padding)))
+        h = self.ln_1(x + drop(self.mixer(x, pattern, key_padding)))
         return self.ln_2(h + drop(self.mlp(h)))
 
 

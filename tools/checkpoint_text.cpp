@@ -34,10 +34,13 @@ CheckpointText load_checkpoint_text(const CheckpointTextArgs& args) {
 
 void require_gated_heads(const CheckpointText& input, const char* command) {
   const layers::ModelConfig& m = input.loaded.run.recipe.model;
-  for (int64_t l = 0; l < m.n_layers; ++l)
+  for (int64_t l = 0; l < m.n_layers; ++l) {
     TF_CHECK_INPUT(m.mixer(l) != layers::MixerKind::differential, command, ": ", input.file, " has differential "
                    "attention in layer ", l, " (model.mixer); head importance and pruning gate softmax heads, which "
                    "a differential layer pairs into one");
+    TF_CHECK_INPUT(m.mixer(l) != layers::MixerKind::mamba, command, ": ", input.file, " has a Mamba layer, ", l,
+                   " (model.mixer); head importance and pruning gate attention heads, which it has none of");
+  }
 }
 
 }  // namespace tf::tools

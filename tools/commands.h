@@ -83,7 +83,7 @@ struct CheckpointText {
 };
 CheckpointText load_checkpoint_text(const CheckpointTextArgs& args);
 // heads and prune gate softmax heads (Michel et al. 2019); throws InputError naming the checkpoint
-// when a layer's mixer has no such heads (differential attention).
+// when a layer's mixer has no such heads (differential attention, Mamba).
 void require_gated_heads(const CheckpointText& input, const char* command);
 
 void add_gradcheck_command(CLI::App& app, int& exit_code);

@@ -106,7 +106,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
     inspect::PictureSize size;
     for (const inspect::HeadStats& s : stats) {
       const std::string name = "layer" + std::to_string(s.layer) + "_head" + std::to_string(s.head) + ".png";
-      const float* map = maps.layers[s.layer].data<float>() + s.head * T * T;
+      const float* map = maps.layers[s.map].data<float>() + s.head * T * T;
       size = inspect::write_attention_png(dir / name, map, T, maps.tokens,
                                           "layer " + std::to_string(s.layer) + ", head " + std::to_string(s.head) +
                                               " (rows: queries, columns: keys)");
@@ -115,7 +115,8 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
     inspect::write_overview_png(dir / "overview.png", maps,
                                 ckpt.filename().string() + ": attention of every layer (rows) and head (columns)");
     H5Writer h5((dir / "attention.h5").string());
-    for (size_t l = 0; l < maps.layers.size(); ++l) h5.write_tensor("attention", "layer" + std::to_string(l), maps.layers[l]);
+    for (size_t l = 0; l < maps.layers.size(); ++l)
+      h5.write_tensor("attention", "layer" + std::to_string(maps.layer_numbers[l]), maps.layers[l]);
     h5.close();
     write_heads_json(dir / "heads.json", ckpt.string(), maps, stats, pictures, size);
 

@@ -55,7 +55,9 @@ int64_t non_embedding_parameters(const layers::ParamList& params) {
 // head forward, and its backward is three such products: 16 H D (D + 1), whatever T (the sums
 // inside a chunk, of the same order at D = 32, are left out as the softmax term leaves out softmax).
 // A differential layer's H / 2 heads each form two maps, Q K^T over D and P V over 2D: 6 T D per
-// head pair forward, 18 H D T with backward (1.5 times softmax attention's).
+// head pair forward, 18 H D T with backward (1.5 times softmax attention's). A Mamba layer's scan
+// makes 2 multiply-adds per channel and state forward (h and C . h), 12 E N with backward, whatever
+// T (its projections and convolution are weights, in 6 N; the exponentials are left out).
 double training_flops_per_token(const layers::ParamList& params, const layers::ModelConfig& m, int64_t seq_len) {
   const double D = static_cast<double>(m.head_dim());
   double mixing = 0;
@@ -65,6 +67,9 @@ double training_flops_per_token(const layers::ParamList& params, const layers::M
       case layers::MixerKind::attention: mixing += 12.0 * H * D * static_cast<double>(seq_len); break;
       case layers::MixerKind::linear: mixing += 16.0 * H * D * (D + 1); break;
       case layers::MixerKind::differential: mixing += 18.0 * H * D * static_cast<double>(seq_len); break;
+      case layers::MixerKind::mamba:
+        mixing += 12.0 * static_cast<double>(m.mamba_expand * m.d_model * m.mamba_state);
+        break;
     }
   }
   return 6.0 * static_cast<double>(non_embedding_parameters(params)) + mixing;

@@ -35,6 +35,9 @@ struct KvBuffers {
   // Differential attention's second map's keys, shaped as `keys` (ops::differential_attention_append);
   // undefined for every other layer.
   Tensor second_keys{};
+  // A Mamba layer's convolution inputs, the last K - 1 (B, K - 1, E) (ops::causal_conv1d_append); its
+  // scan state is `state`.
+  Tensor conv_state{};
   int64_t next_position() const { return position >= 0 ? position : length; }
 };
 

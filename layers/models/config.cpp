@@ -42,7 +42,9 @@ TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
   }
   b.attn.attn_dropout = attn_dropout;
   b.attn.mixer = mixer(layer);
-  if (b.attn.mixer == MixerKind::linear) {  // the score options act on the softmax layers only
+  b.mamba = {.d_model = d_model, .expand = mamba_expand, .state = mamba_state, .conv = mamba_conv,
+             .init_std = init_std, .out_init_std = residual_std};
+  if (b.attn.mixer == MixerKind::linear || b.attn.mixer == MixerKind::mamba) {  // the score options act on the softmax layers only
     b.attn.rope = false;
     b.attn.variant = {};
     b.attn.attn_dropout = 0;
@@ -160,36 +162,45 @@ void ModelConfig::validate_differential() const {
                   "probabilities); set it to 0");
 }
 
-// What each mixer supports (layers/mixer.h). Linear attention forms no scores, so the options that
-// act on scores (ALiBi and T5 biases, RoPE's rotation, whose relative positions would not survive
-// phi, windows and sparse patterns, dropout on probabilities) act on the softmax layers of a hybrid
-// only; in a model of linear layers alone they would act on nothing, which is refused. Its state is
-// per query head (no grouped key/value heads).
+// What each mixer supports (layers/mixer.h). Linear attention and Mamba form no scores, so the
+// options that act on scores (ALiBi and T5 biases, RoPE's rotation, whose relative positions would
+// not survive phi, windows and sparse patterns, dropout on probabilities) act on the softmax layers
+// of a hybrid only; in a model of such layers alone they would act on nothing, which is refused.
+// Linear attention's state is per query head (no grouped key/value heads); Mamba is causal (GPT).
 void ModelConfig::validate_mixers() const {
   TF_CHECK_CONFIG(mixers.empty() || n_layers % static_cast<int64_t>(mixers.size()) == 0,
                   ({"model.mixer", "model.n_layers"}), "model.mixer lists a pattern of ", mixers.size(),
                   " layers, which does not divide model.n_layers ", n_layers, " (it repeats over the layers)");
   validate_differential();
   const auto linear = std::count(mixers.begin(), mixers.end(), MixerKind::linear);
-  if (linear == 0) return;
-  TF_CHECK_CONFIG(kv_heads() == n_heads, ({"model.n_kv_heads", "model.mixer"}),
+  const auto mamba = std::count(mixers.begin(), mixers.end(), MixerKind::mamba);
+  TF_CHECK_CONFIG(linear == 0 || kv_heads() == n_heads, ({"model.n_kv_heads", "model.mixer"}),
                   "model.mixer linear keeps one key/value head per query head: model.n_kv_heads must be 0 or "
                   "model.n_heads");
-  if (linear < static_cast<int64_t>(mixers.size())) return;  // a hybrid: the softmax layers take the rest
+  if (mamba > 0) {
+    TF_CHECK_CONFIG(arch == Architecture::gpt, ({"model.mixer", "model.arch"}),
+                    "model.mixer mamba is a causal mixer (a recurrence over time): a BERT cannot use it");
+    TF_CHECK_CONFIG(mamba_expand > 0 && mamba_state > 0 && mamba_conv > 0,
+                    ({"model.mamba_expand", "model.mamba_state", "model.mamba_conv"}),
+                    "model.mamba_expand, mamba_state and mamba_conv must be positive, got ", mamba_expand, ", ",
+                    mamba_state, ", ", mamba_conv);
+  }
+  const auto scoreless = linear + mamba;  // layers that form no attention scores
+  if (scoreless == 0 || scoreless < static_cast<int64_t>(mixers.size())) return;  // softmax layers take the rest
+  const std::string every = std::string("model.mixer ") + (mamba == 0 ? "linear" : linear == 0 ? "mamba" : "linear and mamba") +
+                            " in every layer";
   const bool absolute = position == PositionEncoding::none || position == PositionEncoding::sinusoidal ||
                         position == PositionEncoding::learned;
-  TF_CHECK_CONFIG(absolute, ({"model.position", "model.mixer"}), "model.mixer linear in every layer takes "
-                  "model.position none, sinusoidal or learned, got ", position_encoding_name(position),
-                  " (ALiBi and T5 act on scores, which linear attention never forms, and RoPE's relative "
-                  "positions do not survive its feature map)");
+  TF_CHECK_CONFIG(absolute, ({"model.position", "model.mixer"}), every, " takes model.position none, sinusoidal or "
+                  "learned, got ", position_encoding_name(position), " (ALiBi and T5 act on scores, which these "
+                  "layers never form, and RoPE rotates queries and keys)");
   TF_CHECK_CONFIG(attention.window == 0 && attention.global_tokens == 0 && attention.random_blocks == 0,
                   ({"model.attention_window", "model.attention_global_tokens", "model.attention_random_blocks",
                     "model.mixer"}),
-                  "model.attention_window and the sparse patterns mask scores: with model.mixer linear in every "
-                  "layer they would act on nothing");
+                  "model.attention_window and the sparse patterns mask scores: with ", every, " they would act on "
+                  "nothing");
   TF_CHECK_CONFIG(attn_dropout == 0, ({"model.attn_dropout", "model.mixer"}),
-                  "model.attn_dropout drops attention probabilities: with model.mixer linear in every layer it "
-                  "would act on nothing");
+                  "model.attn_dropout drops attention probabilities: with ", every, " it would act on nothing");
 }
 
 }  // namespace tf::layers

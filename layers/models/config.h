@@ -31,6 +31,11 @@ struct ModelConfig {
   // The sequence mixer of each layer (layers/mixer.h), a pattern repeated over the layers: [linear]
   // makes every layer linear, [attention, linear] alternates. Empty: softmax attention everywhere.
   std::vector<MixerKind> mixers;
+  // mixer mamba (layers/mamba.h): E = mamba_expand d_model channels, a state of mamba_state per
+  // channel, a causal convolution of mamba_conv taps (the paper's 2, 16, 4).
+  int64_t mamba_expand = 2;
+  int64_t mamba_state = 16;
+  int64_t mamba_conv = 4;
   PositionEncoding position = PositionEncoding::learned;
   double rope_theta = 10000.0;
   ops::RopeScaling rope_scaling;  // stretching RoPE's table to a longer context (Note [rope scaling])

@@ -72,6 +72,12 @@ KvCache Gpt::make_cache(int64_t batch) const {
                                      ? Shape{batch, config_.heads(l), o.head_dim, o.head_dim + 1}
                                      : Shape{});
     o.differential.push_back(config_.mixer(l) == MixerKind::differential);
+    o.conv_states.push_back(Shape{});
+    if (config_.mixer(l) == MixerKind::mamba) {  // conv inputs (B, K - 1, E) and scan state (B, E, N)
+      const Mamba& m = blocks[l].mamba;
+      o.recurrent_states.back() = m.scan_state_shape(batch);
+      o.conv_states.back() = m.conv_state_shape(batch);
+    }
   }
   return KvCache(o);
 }

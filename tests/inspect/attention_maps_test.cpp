@@ -188,6 +188,28 @@ TEST(CaptureAttention, EveryRowSumsToOneAndCausalMapsHaveZerosAboveTheDiagonal) 
   }
 }
 
+// A Mamba layer forms no attention map: a hybrid's maps are its softmax layers', labelled with their
+// own layer numbers, and their statistics point at them.
+TEST(CaptureAttention, AMambaHybridHasMapsForItsAttentionLayersOnly) {
+  const data::CharTokenizer tokenizer = data::CharTokenizer::train("abcdefghij", {});
+  layers::ModelConfig c = small_config(layers::Architecture::gpt);
+  c.vocab_size = tokenizer.vocab_size();
+  c.n_layers = 4;
+  c.mixers = {layers::MixerKind::attention, layers::MixerKind::mamba};
+  layers::Init init{Rng(7), DType::f32};
+  const auto model = layers::build_model(c, init);
+  bool truncated = false;
+  const AttentionMaps maps =
+      capture_attention(*model, tokenizer, inspection_ids(*model, tokenizer, "abcdefg", c.max_seq_len, &truncated));
+  ASSERT_EQ(maps.layers.size(), 2u);
+  EXPECT_EQ(maps.layer_numbers, (std::vector<int64_t>{0, 2}));
+  expect_distributions(maps, c.n_heads, true, 0);
+  const std::vector<HeadStats> stats = head_stats(maps);
+  ASSERT_EQ(static_cast<int64_t>(stats.size()), 2 * c.n_heads);
+  EXPECT_EQ(stats.back().layer, 2);
+  EXPECT_EQ(stats.back().map, 1);
+}
+
 // Every position scheme and attention variant gives maps that respect their masks.
 TEST(CaptureAttention, EveryPositionSchemeAndVariantGivesMapsThatRespectTheirMasks) {
   const data::CharTokenizer tokenizer = data::CharTokenizer::train("abcdefghij", {"[PAD]", "[MASK]", "[CLS]", "[SEP]"});

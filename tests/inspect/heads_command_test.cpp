@@ -133,27 +133,35 @@ TEST(HeadsCommandErrors, BadInputExitsWithTwo) {
   expect_has(o.err, "error: the text is too short to measure head importance on (1 tokens)");
 }
 
-// A differential layer pairs its softmax heads into one; there is no head to gate, so heads and prune
-// refuse the checkpoint by name, and prune writes nothing.
-TEST(HeadsCommandErrors, RefusesADifferentialModel) {
+// A differential layer pairs its softmax heads into one and a Mamba layer has none; there is no head
+// to gate, so heads and prune refuse the checkpoint by name, and prune writes nothing.
+TEST(HeadsCommandErrors, RefusesADifferentialOrMambaModel) {
   tf::testing::RunTempDir tmp;
-  const fs::path text = tmp.path() / "text.txt", dir = tmp.path() / "run";
+  const fs::path text = tmp.path() / "text.txt";
   tf::testing::write_file(text, tf::testing::english_text(8000));
-  ASSERT_EQ(tf::testing::run_command(tf::testing::train_args("tiny_gpt", text, dir, tmp.path() / "cache",
-                                                             {"train.steps=2", "schedule.warmup_steps=0",
-                                                              "eval.interval=0", "model.mixer=[attention, differential]"}),
-                                     tmp.path())
-                .code,
-            0);
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"heads", dir.string()},
-        std::vector<std::string>{"prune", dir.string(), "--heads", "0.5", "--out", (tmp.path() / "p.h5").string()}}) {
-    const auto o = tf::testing::run_command(args, tmp.path());
-    EXPECT_EQ(o.code, 2) << args[0];
-    expect_has(o.err, "error: " + args[0] + ": " + (dir / "ckpt_00000002.h5").string() +
-                          " has differential attention in layer 1 (model.mixer)");
+  struct Model {
+    const char *name, *mixer, *message;
+  };
+  for (const Model& m : {Model{"differential", "model.mixer=[attention, differential]",
+                               " has differential attention in layer 1 (model.mixer)"},
+                         Model{"mamba", "model.mixer=[attention, mamba]", " has a Mamba layer, 1 (model.mixer)"}}) {
+    const std::string mixer = m.mixer, message = m.message;
+    const fs::path dir = tmp.path() / m.name;
+    ASSERT_EQ(tf::testing::run_command(tf::testing::train_args("tiny_gpt", text, dir, tmp.path() / "cache",
+                                                               {"train.steps=2", "schedule.warmup_steps=0",
+                                                                "eval.interval=0", mixer}),
+                                       tmp.path())
+                  .code,
+              0);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"heads", dir.string()},
+          std::vector<std::string>{"prune", dir.string(), "--heads", "0.5", "--out", (tmp.path() / "p.h5").string()}}) {
+      const auto o = tf::testing::run_command(args, tmp.path());
+      EXPECT_EQ(o.code, 2) << args[0];
+      expect_has(o.err, "error: " + args[0] + ": " + (dir / "ckpt_00000002.h5").string() + message);
+    }
+    EXPECT_FALSE(fs::exists(tmp.path() / "p.h5"));
   }
-  EXPECT_FALSE(fs::exists(tmp.path() / "p.h5"));
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ TEST(Heatmap, OverviewHasATileForEveryLayerAndHead) {
     const std::vector<float> map = causal_map(T);
     for (int64_t h = 0; h < 3; ++h) std::copy(map.begin(), map.end(), t.data<float>() + h * T * T);
     maps.layers.push_back(t);
+    maps.layer_numbers.push_back(layer);
   }
   const PictureSize size = write_overview_png(tmp.path() / "overview.png", maps, "overview");
   const Decoded d = decode(tmp.path() / "overview.png");

@@ -186,7 +186,13 @@ INSTANTIATE_TEST_SUITE_P(, CachedGpt,
                                            CacheCase{PositionEncoding::rope, 4, 2, 0, ops::RopeScalingKind::none, 0, 0,
                                                      {MixerKind::differential}},
                                            CacheCase{PositionEncoding::alibi, 4, 0, 3, ops::RopeScalingKind::none, 0, 0,
-                                                     {MixerKind::differential, MixerKind::attention}}));
+                                                     {MixerKind::differential, MixerKind::attention}},
+                                           // Mamba: the convolution's last K - 1 inputs and the scan's
+                                           // state; alone, and beside a windowed RoPE layer (Jamba)
+                                           CacheCase{PositionEncoding::none, 2, 0, 0, ops::RopeScalingKind::none, 0, 0,
+                                                     {MixerKind::mamba}},
+                                           CacheCase{PositionEncoding::rope, 2, 0, 3, ops::RopeScalingKind::none, 0, 0,
+                                                     {MixerKind::mamba, MixerKind::attention}}));
 
 // Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
 // untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm, SwiGLU; token by token after a

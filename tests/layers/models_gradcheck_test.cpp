@@ -150,6 +150,24 @@ TEST(ModelGradcheckVariants, DifferentialAttentionAndHybridGptAndBert) {
     }
 }
 
+// Mamba (Gu & Dao 2023) in every layer without positions, and Jamba's pattern (1 attention : 3
+// Mamba) with RoPE on its softmax layer, a state of 3 and a 2-tap convolution: the convolution, the
+// scan, Delta's projection and A_log are checked like every other parameter. GPT only (causal).
+TEST(ModelGradcheckVariants, MambaAndAJambaPatternGpt) {
+  for (bool hybrid : {false, true}) {
+    ModelConfig c = tiny_config(Architecture::gpt, hybrid ? PositionEncoding::rope : PositionEncoding::none);
+    if (hybrid) {
+      c.n_layers = 4;
+      c.mixers = {MixerKind::attention, MixerKind::mamba, MixerKind::mamba, MixerKind::mamba};
+      c.mamba_state = 3;
+      c.mamba_conv = 2;
+    } else {
+      c.mixers = {MixerKind::mamba};
+    }
+    expect_gpt_or_bert_gradients(c, hybrid ? "[attention, mamba, mamba, mamba], rope" : "mamba, no positions", 19);
+  }
+}
+
 TEST(ModelGradcheckVariants, BertSegmentsThroughTheEncoder) {
   ModelConfig c = tiny_config(Architecture::bert, PositionEncoding::learned);
   c.n_segments = 2;

@@ -84,6 +84,12 @@ CONFIGS = [
      ["model.mixer=[attention, differential]", "model.position=alibi", "model.n_heads=4",
       "model.attention_window=5"], [[]]),
     ("bert_differential_padding", "tiny_bert.yaml", ["model.mixer=differential", "model.n_heads=2"], [[]]),
+    # Mamba (Gu & Dao 2023): the loader runs the scan one step at a time; alone, then as Jamba's
+    # 1 attention : 3 Mamba with RoPE on the softmax layer, a smaller state and a longer filter.
+    ("gpt_mamba", "tiny_gpt.yaml", ["model.mixer=mamba", "model.position=none"], [[]]),
+    ("gpt_jamba_pattern", "tiny_gpt.yaml",
+     ["model.n_layers=4", "model.mixer=[attention, mamba, mamba, mamba]", "model.position=rope",
+      "model.mamba_state=4", "model.mamba_conv=3", "model.mamba_expand=1"], [[]]),
     ("bert_char_learned", "tiny_bert.yaml", [], [[], ["--batches", "2"]]),
     ("bert_bpe_t5_window", "tiny_bert.yaml",
      BPE + ["model.position=t5", "model.relative_buckets=8", "model.relative_max_distance=16", "model.norm=rms",

@@ -39,6 +39,17 @@ TEST(Plan, ALinearAttentionLayerCostsItsStateNotTheContext) {
   EXPECT_DOUBLE_EQ(hybrid.flops_per_token, 6.0 * 25472 + 12.0 * 2 * 16 * 32 + 16.0 * 2 * 16 * 17);
 }
 
+TEST(Plan, AMambaLayerCostsItsWeightsAndItsScanNotTheContext) {
+  // [attention, mamba] at d = 32, E = 64, N = 16, K = 4, R = 2: layer 1's mixer is in_proj 128 x 32,
+  // conv 64 x 4 + 64, x_proj 34 x 64, dt_proj 64 x 2 + 64, A_log 64 x 16, D 64, out_proj 32 x 64 =
+  // 9,920 parameters in place of attention's 4,224 (qkv 96 x 32 + 96, proj 32 x 32 + 32); its scan
+  // costs 12 E N FLOPs per token with backward, whatever T.
+  const RunPlan hybrid = plan_run(tiny({"model.mixer=attention, mamba", "model.position=none"}));
+  const int64_t n = 25472 - 4224 + 9920;
+  EXPECT_EQ(hybrid.non_embedding_parameters, n);
+  EXPECT_DOUBLE_EQ(hybrid.flops_per_token, 6.0 * n + 12.0 * 2 * 16 * 32 + 12.0 * 64 * 16);
+}
+
 TEST(Plan, ADifferentialLayerAddsLambdaAndItsNormAndOneAndAHalfTimesTheScoreWork) {
   // [attention, differential]: layer 1 adds lambda's four D-vectors (4 x 16) and the heads' RMSNorm
   // over 2D (32); its one head pair forms two maps, Q K^T over D = 16 and P V over 2D = 32:

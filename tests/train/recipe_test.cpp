@@ -179,6 +179,17 @@ TEST(Recipe, MixerIsAPatternOfNamesAndRefusesWhatItsLayersCannotTake) {
   expect_refused("model:\n  position: t5\n  mixer: differential\n", {"bad.yaml:2:3", "does not take model.position t5"});
   expect_refused("model:\n  mixer: [attention, differential]\n  attn_dropout: 0.1\n",
                  {"bad.yaml:3:3", "does not take model.attn_dropout"});
+  // Mamba: causal only, and alone it forms no scores for the score options to act on.
+  const Recipe jamba = parse_recipe("model:\n  position: rope\n  mixer: [attention, mamba, mamba, mamba]\n"
+                                    "  mamba_state: 8\n", "jamba.yaml");
+  EXPECT_EQ(jamba.model.mixer(1), layers::MixerKind::mamba);
+  EXPECT_EQ(jamba.model.mamba_state, 8);
+  expect_refused("model:\n  arch: bert\n  mixer: [attention, mamba]\n", {"bad.yaml:3:3", "a BERT cannot use it"});
+  expect_refused("model:\n  position: rope\n  mixer: mamba\n",
+                 {"bad.yaml:2:3", "model.mixer mamba in every layer takes model.position none"});
+  expect_refused("model:\n  mixer: [linear, mamba]\n  attention_window: 4\n",
+                 {"bad.yaml:3:3", "with model.mixer linear and mamba in every layer they would act on nothing"});
+  expect_refused("model:\n  mixer: mamba\n  mamba_conv: 0\n", {"bad.yaml:3:3", "model.mamba_conv"});
 }
 
 TEST(Recipe, EveryKeyHasTypeAndMeaning) {
