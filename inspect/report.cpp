@@ -138,17 +138,21 @@ fs::path write_run_report(const fs::path& run_dir, const fs::path& out_file) {
     const AttentionMaps maps = capture_attention(
         *run.model, *run.tokenizer,
         inspection_ids(*run.model, *run.tokenizer, text, std::min(kAttentionTokens, r.model.max_seq_len), &truncated));
-    write_overview_png(scratch, maps, "attention of every layer (rows) and head (columns)");
-    html << "<h2>Attention</h2>\n<p>Over the first " << maps.ids.size() << " tokens of the "
-         << (text == sampled ? "sample" : "validation text") << "; rows are queries, columns keys "
-         << "(<code>tapeformer inspect</code> draws each head with its tokens).</p>\n"
-         << embedded_png(scratch, "attention overview") << "\n<table><tr><th>layer</th><th>head</th>"
-         << "<th>entropy (bits)</th><th>mean distance</th><th>previous token</th><th>first token</th><th>self</th></tr>\n";
-    for (const HeadStats& s : head_stats(maps))
-      html << "<tr><td>" << s.layer << "</td><td>" << s.head << "</td><td>" << figure(s.entropy_bits, "%.3f") << "</td><td>"
-           << figure(s.mean_distance, "%.2f") << "</td><td>" << figure(s.previous_token, "%.3f") << "</td><td>"
-           << figure(s.first_token, "%.3f") << "</td><td>" << figure(s.self, "%.3f") << "</td></tr>\n";
-    html << "</table>\n";
+    if (maps.layers.empty()) {
+      html << "<h2>Attention</h2>\n<p>No layer of this model forms attention weights (<code>model.mixer</code>).</p>\n";
+    } else {
+      write_overview_png(scratch, maps, "attention of every layer (rows) and head (columns)");
+      html << "<h2>Attention</h2>\n<p>Over the first " << maps.ids.size() << " tokens of the "
+           << (text == sampled ? "sample" : "validation text") << "; rows are queries, columns keys "
+           << "(<code>tapeformer inspect</code> draws each head with its tokens).</p>\n"
+           << embedded_png(scratch, "attention overview") << "\n<table><tr><th>layer</th><th>head</th>"
+           << "<th>entropy (bits)</th><th>mean distance</th><th>previous token</th><th>first token</th><th>self</th></tr>\n";
+      for (const HeadStats& s : head_stats(maps))
+        html << "<tr><td>" << s.layer << "</td><td>" << s.head << "</td><td>" << figure(s.entropy_bits, "%.3f") << "</td><td>"
+             << figure(s.mean_distance, "%.2f") << "</td><td>" << figure(s.previous_token, "%.3f") << "</td><td>"
+             << figure(s.first_token, "%.3f") << "</td><td>" << figure(s.self, "%.3f") << "</td></tr>\n";
+      html << "</table>\n";
+    }
   }
   html << "<h2>Recipe</h2>\n<pre>" << html_escape(r.to_yaml()) << "</pre>\n</body></html>\n";
 

@@ -116,6 +116,16 @@ TEST_F(Report, TrainingWritesAGptRunsReport) {
   EXPECT_FALSE(fs::exists(dir / "report-picture.png"));
 }
 
+// A model whose layers are all Mamba forms no attention weights: the report says so and draws the
+// curves alone.
+TEST_F(Report, AModelWithoutAttentionLayersSaysSo) {
+  const fs::path dir = train_run("tiny_gpt", {"log.report=true", "model.mixer=mamba", "model.position=none"});
+  const std::string html = tf::testing::read_file(dir / "report.html");
+  EXPECT_NE(html.find("No layer of this model forms attention weights"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Recipe</h2>"), std::string::npos);
+  EXPECT_EQ(pictures(html).size(), 1u);  // the curves
+}
+
 TEST_F(Report, TheReportCommandWritesABertRunsReport) {
   const fs::path dir = train_run("tiny_bert", {});
   EXPECT_FALSE(fs::exists(dir / "report.html"));  // log.report is off by default
