@@ -128,6 +128,14 @@ INSTANTIATE_TEST_SUITE_P(
                                      "tiny_gpt",
                                      {"model.dropout=0.1", "model.attn_dropout=0.1"},
                                      Stop::interrupt},
+                          // Every mixer in one stack: differential attention's lambdas and norm, a
+                          // Mamba layer's conv, scan and Delta, linear attention, RoPE on the softmax
+                          // and differential layers (issue 15: any mix resumes bit-exactly).
+                          ResumeCase{"GptEveryMixerInterrupted",
+                                     "tiny_gpt",
+                                     {"model.n_layers=4", "model.mixer=[differential, mamba, linear, attention]",
+                                      "model.position=rope", "model.dropout=0.1", "model.mamba_state=4"},
+                                     Stop::interrupt},
                           ResumeCase{"BertGradAccum2Extended",
                                      "tiny_bert",
                                      {"model.dropout=0.1", "train.grad_accum=2", "schedule.kind=constant"},
