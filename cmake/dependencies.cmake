@@ -6,6 +6,8 @@ find_package(ZLIB REQUIRED)   # crc32 of the checkpoint integrity header (HDF5 l
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(GTest REQUIRED)
+find_package(MPI REQUIRED COMPONENTS C)  # Open MPI (libopenmpi-dev): data-parallel training, ring attention
+find_program(MPIEXEC_EXECUTABLE NAMES mpirun mpiexec REQUIRED)  # openmpi-bin: runs the tests labelled mpi
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)  # drawing and PNG (inspect/; libcairo2-dev)
 
@@ -24,4 +26,4 @@ add_library(tapeformer_deps INTERFACE)
 target_include_directories(tapeformer_deps INTERFACE ${HDF5_INCLUDE_DIRS} ${CBLAS_INCLUDE_DIR})
 target_link_libraries(tapeformer_deps INTERFACE
   DNNL::dnnl ${OPENBLAS_OPENMP} ${HDF5_CXX_LIBRARIES} ${HDF5_LIBRARIES}
-  yaml-cpp CLI11::CLI11 OpenMP::OpenMP_CXX ZLIB::ZLIB PkgConfig::CAIRO)
+  yaml-cpp CLI11::CLI11 MPI::MPI_C OpenMP::OpenMP_CXX ZLIB::ZLIB PkgConfig::CAIRO)

@@ -1,6 +1,8 @@
 // Brown corpus preparation: tag stripping, detokenisation and the train/validation split.
 #include "data/brown.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -143,7 +145,8 @@ BrownSplits prepare_brown(const fs::path& raw_dir, const fs::path& out_dir) {
   fs::create_directories(out_dir, ec);
   TF_CHECK_INPUT(!ec, "prepare_brown: cannot create '", out_dir.string(), "': ", ec.message());
   for (const auto& [path, text] : {std::pair{splits.train, &train}, std::pair{splits.val, &val}}) {
-    const fs::path tmp = fs::path(path.string() + ".tmp");
+    // Per process: the ranks of an mpirun job prepare the corpus at once (see data/dataset.cpp).
+    const fs::path tmp = fs::path(path.string() + "." + std::to_string(::getpid()) + ".tmp");
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       out.write(text->data(), static_cast<std::streamsize>(text->size()));

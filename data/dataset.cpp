@@ -1,6 +1,8 @@
 // The on-disk token cache.
 #include "data/dataset.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <bit>
 #include <cstdio>
@@ -48,7 +50,9 @@ bool read_cache(const fs::path& file, uint64_t key, std::vector<int32_t>& ids) {
 
 void write_cache(const fs::path& file, uint64_t key, const std::vector<int32_t>& ids) {
   const Header h{key, ids.size(), fnv1a64(id_bytes(ids))};
-  const fs::path tmp = fs::path(file.string() + ".tmp");
+  // A name of this process's own: the ranks of an mpirun job (or two runs) may tokenize the same
+  // text at once; each writes its own file and the last rename wins with the same contents.
+  const fs::path tmp = fs::path(file.string() + "." + std::to_string(::getpid()) + ".tmp");
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(kMagic.data(), kMagic.size());

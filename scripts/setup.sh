@@ -20,8 +20,10 @@ brown="$here/data/brown/raw"
 # hdf5-tools: h5dump, which tests use to read checkpoints independently of our reader.
 # libcairo2-dev, fonts-dejavu-core: `tapeformer inspect` draws its pictures with cairo, and cairo's
 #   text needs a font: a pristine Debian has none.
+# libopenmpi-dev, openmpi-bin: Open MPI, for `mpirun -np N tapeformer train` (docs/distributed.md).
 packages=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libopenblas-dev libopenblas0-openmp
-          libhdf5-dev hdf5-tools libyaml-cpp-dev libgtest-dev libcli11-dev libcairo2-dev fonts-dejavu-core)
+          libhdf5-dev hdf5-tools libyaml-cpp-dev libgtest-dev libcli11-dev libcairo2-dev fonts-dejavu-core
+          libopenmpi-dev openmpi-bin)
 [[ "$mode" == "--corpus-only" ]] && packages=()
 # chromium: the tests render report.html in headless Chromium (tests/inspect/headless_chromium.h); a
 #   large package that training, the demo and the quick start do not need, so only the test command asks.

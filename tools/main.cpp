@@ -6,26 +6,21 @@
 #include <filesystem>
 #include <iostream>
 
+#include "framework/dist/comm.h"
 #include "framework/error.h"
 #include "tools/commands.h"
 #include "train/recipe.h"
 #include "train/threads.h"
 
-namespace {
-// Exits after an error without the libraries' teardown. HDF5 1.10.8 leaks an object header when
-// a header's checksum fails (a damaged checkpoint), and its teardown at exit then prints "HDF5:
-// infinite loop closing library" and a line of package names under our error message. An error
-// exit has nothing left to tear down: every file was closed as the exception unwound.
-int exit_now(int code) {
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  std::_Exit(code);
-}
-}  // namespace
+// Errors exit through dist::Comm::exit_after_error, without the libraries' teardown. HDF5 1.10.8
+// leaks an object header when a header's checksum fails (a damaged checkpoint), and its teardown at
+// exit then prints "HDF5: infinite loop closing library" and a line of package names under our
+// error message. An error exit has nothing left to tear down: every file was closed as the exception
+// unwound. Under mpirun, Note [failing together] (framework/dist/comm.h) decides which rank prints.
 
 int main(int argc, char** argv) {
   tf::train::apply_default_wait_policy(argv);  // first: it may re-execute the program
+  tf::dist::Comm& comm = tf::dist::Comm::world();  // MPI_Init, when started by mpirun
   CLI::App app{"tapeformer: train small transformer language models on the CPU"};
   app.set_version_flag("--version", "tapeformer " TAPEFORMER_VERSION);
   app.require_subcommand(1);
@@ -49,6 +44,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (comm.rank() != 0) return 2;  // every rank parses the same command line: one message
     // A misspelled command ("trian") reaches CLI11 as a stray argument: name it and the nearest one.
     std::vector<std::string> names;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
@@ -63,16 +59,16 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   } catch (const tf::InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return exit_now(2);
+    if (!comm.quiet()) std::cerr << tf::dist::error_prefix(comm) << "error: " << e.what() << "\n";
+    comm.exit_after_error(2);
   } catch (const std::filesystem::filesystem_error& e) {
     // Every path the program touches is the user's (recipe, data, run folder): a file system refusal
     // is bad input, and the message names the path ("filesystem error: ...: Permission denied [p]").
-    std::cerr << "error: " << e.what() << "\n";
-    return exit_now(2);
+    if (!comm.quiet()) std::cerr << tf::dist::error_prefix(comm) << "error: " << e.what() << "\n";
+    comm.exit_after_error(2);
   } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
-    return exit_now(1);
+    if (!comm.quiet()) std::cerr << tf::dist::error_prefix(comm) << "internal error: " << e.what() << "\n";
+    comm.exit_after_error(1);
   }
   return exit_code;
 }

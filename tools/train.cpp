@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "framework/dist/comm.h"
 #include "inspect/report.h"
 #include "tools/commands.h"
 #include "train/recipe.h"
@@ -63,7 +64,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->needs(resume_opt);
   cmd->callback([&exit_code, resume_opt, cmd] {
     if (anomaly) overrides.push_back("train.anomaly=true");
+    // Every rank reads the recipe; a bad one stops them all with one message (framework/dist/comm.h).
+    dist::SetupAgreement reading(dist::Comm::world());
     const train::Recipe recipe = train::load_recipe(recipe_path, overrides);
+    reading.succeeded();
     train::TrainOptions options;
     options.dry_run = dry_run;
     options.overwrite = overwrite;
@@ -73,7 +77,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     if (resume_opt->count() > 0) options.resume = resume;
     if (!init_from.empty()) options.init_from = init_from;
     const train::TrainSummary summary = train::train(recipe, options);
-    if (recipe.log.report && !dry_run && !summary.last_checkpoint.empty())
+    if (recipe.log.report && !dry_run && !summary.last_checkpoint.empty() && dist::Comm::world().rank() == 0)
       std::cout << "report: " << inspect::write_run_report(recipe.checkpoint.dir).string() << "\n";
     exit_code = 0;
   });

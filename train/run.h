@@ -15,6 +15,7 @@
 #include "layers/models/model.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
+#include "train/grad_sync.h"
 #include "train/recipe.h"
 #include "train/sample.h"
 
@@ -68,6 +69,7 @@ struct Run {
   std::string run_id;       // which run the checkpoints belong to (Note [run folders]); "" before run ids
   double elapsed_seconds = 0;  // training wall time before this process, from the checkpoint
   int64_t budget_steps = 0;    // the step count train.time_budget fixed (0: not fixed; Note [time budget])
+  std::shared_ptr<GradientSync> grad_sync;  // made by the first train_step (train/grad_sync.h)
   int64_t total_steps() const { return budget_steps > 0 ? budget_steps : recipe.train.steps; }
 };
 

@@ -1,10 +1,12 @@
 // One optimizer step; see step.h.
 #include "train/step.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
+#include "framework/dist/comm.h"
 #include "framework/ops/elementwise.h"
 #include "optim/clip.h"
 
@@ -25,6 +27,14 @@ bool all_finite_grads(const Run& run) {
 
 }  // namespace
 
+std::string ranks_message(int64_t grad_accum, int64_t ranks) {
+  return concat("train.grad_accum is ", grad_accum, " micro-batches per step, which ", ranks,
+                " ranks cannot share evenly: the micro-batches of a step are divided among the ranks, so "
+                "that the result does not depend on their number. Set train.grad_accum to a multiple of ",
+                ranks, " (--set train.grad_accum=", ranks * std::max<int64_t>(1, (grad_accum + ranks - 1) / ranks),
+                ") or run on a number of ranks that divides ", grad_accum);
+}
+
 StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
   const double lr = run.schedule.lr_at(run.step);
   run.optimizer->set_lr(lr);
@@ -32,22 +42,45 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
     profile::Scope scope("optimizer.zero_grad");
     run.optimizer->zero_grad();
   }
-  const int64_t accum = run.recipe.train.grad_accum;
+  // Data parallel (docs/distributed.md): the step's grad_accum micro-batches are the same on any
+  // number of ranks; rank r runs its consecutive share of them and skips the others' batches.
+  dist::Comm& comm = dist::Comm::world();
+  const int64_t accum = run.recipe.train.grad_accum, ranks = comm.size();
+  TF_CHECK_INPUT(accum % ranks == 0, ranks_message(accum, ranks));
+  const int64_t local_count = accum / ranks, first_local = comm.rank() * local_count;
+  if (!run.grad_sync) {
+    std::vector<Tensor> params;
+    for (const auto& p : run.params) params.push_back(p.tensor);
+    run.grad_sync = std::make_shared<GradientSync>(
+        std::move(params), comm, GradientSync::Options{.fixed_order = run.recipe.train.deterministic});
+  }
   double loss_sum = 0;
   for (int64_t micro = 0; micro < accum; ++micro) {
     const Batch batch = [&] {
       profile::Scope scope("batches.next");
       return batches.next();
     }();
+    const int64_t local = micro - first_local;
+    if (local < 0 || local >= local_count) continue;
+    // Dropout draws from a stream of each micro-batch's own (the step's generator forked by the
+    // micro-batch's index), so that rank r's micro-batch draws what it would draw in one process.
+    Rng micro_rng = run.dropout_rng.fork(static_cast<uint64_t>(micro));
+    layers::Context micro_ctx = ctx;
+    if (ctx.rng) micro_ctx.rng = &micro_rng;
     try {
-      const Tensor loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
+      run.grad_sync->begin_micro(local, local_count);
+      const Tensor loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, micro_ctx);
       loss_sum += loss.item();
       backward(accum == 1 ? loss : ops::scale(loss, 1.0 / accum));
+      run.grad_sync->end_micro(local, local_count);
     } catch (const Error& e) {
+      run.grad_sync->abandon();
       if (!anomaly_detection()) throw;  // anomaly mode's errors are the user's to act on: say the step
       throw InputError(concat("step ", run.step + 1, ": ", e.what(), "; stopping (no checkpoint of this state is written)"));
     }
   }
+  run.dropout_rng.next_u64();  // the next step's micro-batches fork from the next state
+  comm.allreduce_sum(std::span<double>(&loss_sum, 1));
   StepResult result;
   result.loss = loss_sum / accum;
   TF_CHECK_INPUT(std::isfinite(result.loss), "step ", run.step + 1, ": the training loss is ", result.loss,

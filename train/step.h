@@ -2,6 +2,8 @@
 // check that loss and gradients are finite, clip, update. The training loop calls it; the
 // steady-state test calls it to show a step allocates nothing once warm.
 #pragma once
+#include <string>
+
 #include "layers/module.h"
 #include "train/run.h"
 
@@ -15,6 +17,11 @@ struct StepResult {
 // Runs one step at the schedule's learning rate for run.step and advances run.step and
 // run.tokens_seen. A non-finite loss or gradient throws InputError naming the step, before the
 // update (so that state never reaches a checkpoint).
+// Under mpirun each rank runs grad_accum / N of the step's micro-batches and the gradients are summed
+// across ranks (train/grad_sync.h); every rank leaves with the same parameters and result.
 StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx);
+
+// The error for a grad_accum that `ranks` processes cannot divide.
+std::string ranks_message(int64_t grad_accum, int64_t ranks);
 
 }  // namespace tf::train

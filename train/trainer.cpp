@@ -17,6 +17,7 @@
 
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
+#include "framework/dist/comm.h"
 #include "framework/kernels/mode.h"
 #include "layers/models/gpt.h"
 #include "data/dataset.h"
@@ -161,9 +162,16 @@ int64_t budget_total_steps(const BudgetMeasure& m) {
 }
 
 TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
-  std::ostream& out = options.out ? *options.out : std::cout;
+  // Under mpirun (docs/distributed.md) every rank runs this function; rank 0 alone prints and writes
+  // files. Setup runs under an agreement, so bad input stops every rank with one message.
+  dist::Comm& comm = dist::Comm::world();
+  const bool writer = comm.rank() == 0;
+  std::ostream silent(nullptr);
+  std::ostream& out = !writer ? silent : options.out ? *options.out : std::cout;
+  dist::SetupAgreement setup(comm);
   const int threads = configure_threads(recipe.train.threads);
   const fs::path dir = recipe.checkpoint.dir;
+  TF_CHECK_INPUT(recipe.train.grad_accum % comm.size() == 0, ranks_message(recipe.train.grad_accum, comm.size()));
 
   // Data and run: fresh from the recipe, or from a checkpoint (its tokenizer, its state).
   const Corpus corpus = load_corpus(recipe.data);
@@ -213,7 +221,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
                  "the vocabulary, with their gradients and optimizer state; activations from train.batch_size and ",
                  "data.seq_len), more than this machine's ", gibibytes(memory), " GiB of memory: make the model or ",
                  "the batch smaller (train --dry-run prints the plan)");
-  if (!resume_from && options.overwrite) claim_fresh_run_folder(dir, true, out);
+  if (!resume_from && options.overwrite && writer) claim_fresh_run_folder(dir, true, out);
   Run run = build_run(recipe, std::move(tokenizer));
   Batches batches(run.recipe, *run.tokenizer, std::move(train_ids), training_batch_seed(recipe.train.seed));
   if (resume_from) {
@@ -228,17 +236,23 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   const Validation validation{std::move(val_ids), count_code_points(corpus.val)};
   if (options.before_training) options.before_training(run);
 
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  TF_CHECK_INPUT(!ec, "checkpoint.dir '", dir.string(), "': cannot create the run folder: ", ec.message());
   if (!resume_from) run.run_id = new_run_id();
-  const fs::path recipe_file = write_run_recipe(dir, run.recipe.to_yaml(), resume_from.has_value(), run.step);
-  std::ofstream metrics(dir / "metrics.jsonl", std::ios::app);
-  TF_CHECK_INPUT(metrics, dir.string(), "/metrics.jsonl: cannot open for writing");
+  fs::path recipe_file;
+  std::ofstream metrics;
+  if (writer) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    TF_CHECK_INPUT(!ec, "checkpoint.dir '", dir.string(), "': cannot create the run folder: ", ec.message());
+    recipe_file = write_run_recipe(dir, run.recipe.to_yaml(), resume_from.has_value(), run.step);
+    metrics.open(dir / "metrics.jsonl", std::ios::app);
+    TF_CHECK_INPUT(metrics, dir.string(), "/metrics.jsonl: cannot open for writing");
+  }
 
   out << "tapeformer: " << (run.recipe.model.arch == layers::Architecture::gpt ? "GPT" : "BERT") << ", "
       << plan.parameters << " parameters, vocabulary " << run.recipe.model.vocab_size << ", " << threads
-      << " threads" << threads_origin(run.recipe.train.threads) << ", " << corpus.description << "\n";
+      << " threads" << threads_origin(run.recipe.train.threads)
+      << (comm.size() > 1 ? " per rank, " + std::to_string(comm.size()) + " ranks (mpirun)" : std::string()) << ", "
+      << corpus.description << "\n";
   if (resume_from) out << "resuming from " << resume_from->string() << " at step " << run.step << "\n";
   if (init_from)
     out << "fine-tuning from " << init_from->string() << ": its weights and tokenizer; a fresh optimizer, step 0\n";
@@ -263,10 +277,13 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   auto write_checkpoint = [&] {
     const fs::path file = checkpoint_path(dir, run.step);
     run.elapsed_seconds = elapsed();
-    save_checkpoint(run, batches.state(), file);
-    prune_run_checkpoints(dir, run.recipe.checkpoint.keep, run.run_id);
+    if (writer) {
+      save_checkpoint(run, batches.state(), file);
+      prune_run_checkpoints(dir, run.recipe.checkpoint.keep, run.run_id);
+    }
     summary.last_checkpoint = file.string();
   };
+  setup.succeeded();  // from here on an error stops its own rank, and mpirun the others
 
   DivergenceWatch divergence;
   while (run.step < run.total_steps()) {
@@ -290,6 +307,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
         }
         run.budget_steps = budget_total_steps({budget, elapsed(), step_seconds, eval_seconds, run.recipe.eval.interval,
                                                run.step, run.recipe.train.steps});
+        run.budget_steps = comm.allreduce_max(writer ? run.budget_steps : 0);  // rank 0's count for all
         run.schedule = run_schedule(run.recipe, run.budget_steps);
         progress.set_total(run.budget_steps);
         progress.note("time budget " + run.recipe.train.time_budget + ": " + std::to_string(step_seconds).substr(0, 6) +
@@ -311,7 +329,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
       progress.report_eval(run.step, e);
     }
     progress.update(run.step, loss, lr, tokens_per_step);
-    if (run.step % run.recipe.log.interval == 0 || last || val_loss >= 0) {
+    if (writer && (run.step % run.recipe.log.interval == 0 || last || val_loss >= 0)) {
       metrics << "{\"step\": " << run.step << ", \"train_loss\": " << json_number(loss) << ", \"val_loss\": "
               << (val_loss >= 0 ? json_number(val_loss) : "null") << ", \"lr\": " << json_number(lr)
               << ", \"val_perplexity\": " << json_number(eval_now.perplexity) << ", \"val_bits_per_char\": "
@@ -320,6 +338,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
               << ", \"elapsed_s\": " << elapsed() << ", \"run\": \"" << run.run_id << "\"}\n";
       metrics.flush();
     }
+    if (comm.size() > 1 && comm.allreduce_max(g_interrupted ? 1 : 0)) g_interrupted = true;  // a Ctrl-C on any rank
     const bool interval = run.recipe.checkpoint.interval > 0 && run.step % run.recipe.checkpoint.interval == 0;
     if (interval || last || g_interrupted) write_checkpoint();
     if (g_interrupted) {
@@ -340,7 +359,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   summary.final_step = run.step;
   summary.tokens_per_second = progress.tokens_per_second();
 
-  if (!summary.interrupted && options.sample_at_end && run.recipe.sample.tokens > 0 &&
+  if (writer && !summary.interrupted && options.sample_at_end && run.recipe.sample.tokens > 0 &&
       run.recipe.model.arch == layers::Architecture::gpt) {
     const auto& gpt = dynamic_cast<const layers::Gpt&>(*run.model);
     const SampleOptions so = recipe_sample_options(run.recipe);
@@ -358,14 +377,14 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   report.threads = threads;
   report.causal = run.recipe.model.arch == layers::Architecture::gpt;
   report.last_eval = last_eval;
-  if (last_eval) validation.set_baselines(run, corpus.val, report);
+  if (last_eval && writer) validation.set_baselines(run, corpus.val, report);
   report.program = options.program;
   report.checkpoint_dir = dir.string();
   report.last_checkpoint = summary.last_checkpoint;
   report.recipe_path = recipe_file.string();
   report.prompt = run.recipe.sample.prompt;
   report.interrupted = summary.interrupted;
-  print_run_report(out, report);
+  if (writer) print_run_report(out, report);
   return summary;
 }
 

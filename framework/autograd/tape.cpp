@@ -183,6 +183,10 @@ void Tape::run_backward() {
       node->backward();
     }
     for (GradRef& out : node->outputs) out.take_grad();  // intermediate: no longer needed
+    if (node_done_) {
+      node.reset();  // its handles on inputs and their gradient slots go first
+      node_done_(node_done_context_);
+    }
   }
   g_backward_node = nullptr;
 }

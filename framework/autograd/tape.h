@@ -98,12 +98,21 @@ class Tape {
   void clear();
   size_t size() const { return nodes_.size(); }
   uint64_t generation() const { return generation_; }
+  // Called during backward after each node has run and been destroyed, so a caller can act on the
+  // gradients no later node can touch (train/grad_sync.h launches all-reduces). nullptr removes it.
+  using NodeDoneHook = void (*)(void* context);
+  void set_node_done_hook(NodeDoneHook hook, void* context) {
+    node_done_ = hook;
+    node_done_context_ = context;
+  }
 
  private:
   void run_backward();  // the reverse walk itself, newest node first
 
   std::vector<std::unique_ptr<Node>> nodes_;
   uint64_t generation_ = 1;  // bumped on every clear, so stale tensors are recognised
+  NodeDoneHook node_done_ = nullptr;
+  void* node_done_context_ = nullptr;
 };
 
 Tape& tape();  // this thread's tape

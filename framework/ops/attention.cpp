@@ -103,12 +103,7 @@ struct AttentionNode : Node {
                                                 .lse = log_sum_exp.data<T>(), .dout = dout.data<T>(),
                                                 .dqueries = dq.data<T>(), .dkeys = dk.data<T>(), .dvalues = dv.data<T>(),
                                                 .drelative_bias = dbias.defined() ? dbias.data<T>() : nullptr};
-      if constexpr (std::is_same_v<T, float>) {
-        if (kernels::use_fast<T>())
-          return kernels::flash_attention_preferred(dims, mask) ? kernels::flash_attention_backward(a)
-                                                                : kernels::attention_backward_fast(a);
-      }
-      kernels::attention_backward_reference(a);
+      attention_backward_kernel(a);
     });
     accumulate_grad(q, std::move(dq));
     accumulate_grad(k, std::move(dk));
@@ -147,13 +142,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     const kernels::AttentionForwardArgs<T> a{.dims = d, .mask = mask, .queries = q.data<T>(), .keys = k.data<T>(),
                                              .values = v.data<T>(), .out = out.data<T>(), .lse = lse.data<T>(),
                                              .probs = probs.defined() ? probs.data<T>() : nullptr};
-    if constexpr (std::is_same_v<T, float>) {
-      // The tiled kernel where it measured faster and wherever S would be large (flash_attention_preferred).
-      if (kernels::use_fast<T>())
-        return kernels::flash_attention_preferred(d, mask) ? kernels::flash_attention_forward(a)
-                                                           : kernels::attention_forward_fast(a);
-    }
-    kernels::attention_forward_reference(a);
+    attention_forward_kernel(a);
   });
   if (weights_out) *weights_out = probs;
 
@@ -174,5 +163,31 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   }
   return out;
 }
+
+template <class T>
+void attention_forward_kernel(const kernels::AttentionForwardArgs<T>& a) {
+  if constexpr (std::is_same_v<T, float>) {
+    // The tiled kernel where it measured faster and wherever S would be large (flash_attention_preferred).
+    if (kernels::use_fast<T>())
+      return kernels::flash_attention_preferred(a.dims, a.mask) ? kernels::flash_attention_forward(a)
+                                                                : kernels::attention_forward_fast(a);
+  }
+  kernels::attention_forward_reference(a);
+}
+
+template <class T>
+void attention_backward_kernel(const kernels::AttentionBackwardArgs<T>& a) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (kernels::use_fast<T>())
+      return kernels::flash_attention_preferred(a.dims, a.mask) ? kernels::flash_attention_backward(a)
+                                                                : kernels::attention_backward_fast(a);
+  }
+  kernels::attention_backward_reference(a);
+}
+
+template void attention_forward_kernel<float>(const kernels::AttentionForwardArgs<float>&);
+template void attention_forward_kernel<double>(const kernels::AttentionForwardArgs<double>&);
+template void attention_backward_kernel<float>(const kernels::AttentionBackwardArgs<float>&);
+template void attention_backward_kernel<double>(const kernels::AttentionBackwardArgs<double>&);
 
 }  // namespace tf::ops

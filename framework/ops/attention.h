@@ -48,6 +48,14 @@ struct AttentionOptions {
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {},
                  Tensor* weights_out = nullptr);
 
+// The kernel ops::attention runs: the reference for float64 (and in reference mode), for float32
+// the tiled (flash) or the materialised fast kernel (flash_attention_preferred). For ops that call
+// attention on parts of their inputs (ring_attention.h).
+template <class T>
+void attention_forward_kernel(const kernels::AttentionForwardArgs<T>& a);
+template <class T>
+void attention_backward_kernel(const kernels::AttentionBackwardArgs<T>& a);
+
 // Throws tf::Error (naming `op`) unless `bias` is T5's (heads, buckets) table of `dtype` when the
 // variant has buckets, and undefined when it has none; every op that takes the table checks it so.
 void check_relative_bias(const char* op, const Tensor& bias, int64_t heads, const kernels::AttentionVariant& variant,

@@ -142,10 +142,12 @@ inline double number(const MetricsRecord& r, const std::string& key) {
 // A `tapeformer` child process with stdout and stderr sent to files.
 class Child {
  public:
-  // `cwd`: the child's working directory (empty: this process's).
+  // `cwd`: the child's working directory (empty: this process's). `program`: what to run instead
+  // of tapeformer (mpirun, for the tests of several processes).
   Child(const std::vector<std::string>& args, const std::filesystem::path& out_file,
-        const std::filesystem::path& err_file, const std::filesystem::path& cwd = {}) {
-    std::vector<std::string> argv_strings = {TAPEFORMER_BINARY};
+        const std::filesystem::path& err_file, const std::filesystem::path& cwd = {},
+        const std::string& program = TAPEFORMER_BINARY) {
+    std::vector<std::string> argv_strings = {program};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& s : argv_strings) argv.push_back(s.data());

@@ -1,0 +1,281 @@
+// Ring attention; see ring_attention.h, Note [ring attention].
+#include "framework/ops/ring_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "framework/autograd/tape.h"
+#include "framework/ops/attention.h"
+
+namespace tf::ops {
+
+namespace {
+
+using kernels::AttentionDims;
+using kernels::AttentionMask;
+
+constexpr int kTagBlock = 17, kTagGrads = 18;
+
+// What a query chunk sees of a key chunk.
+enum class Pair { empty, diagonal, full };
+
+Pair pair_kind(bool causal, int64_t query_chunk, int64_t key_chunk) {
+  if (!causal || key_chunk < query_chunk) return Pair::full;
+  return key_chunk == query_chunk ? Pair::diagonal : Pair::empty;
+}
+
+// The shapes of one call: local (B, heads, T_l, width) tensors and their chunk-major copies
+// [chunk][B][heads][C][width], in which one chunk of every (batch, head) is contiguous, as the
+// kernels want their (B, H, C, D) arguments.
+struct Chunking {
+  int64_t batch, chunks, chunk_len;
+  // local (B, heads, chunks * C, width) <-> chunk-major; to_chunks = false copies back.
+  template <class T>
+  void copy(const T* local, T* chunked, int64_t heads, int64_t width, bool to_chunks) const {
+    const int64_t rows = chunk_len * width;  // one chunk of one (batch, head)
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t bh = 0; bh < batch * heads; ++bh) {
+        T* part = chunked + (c * batch * heads + bh) * rows;
+        T* whole = const_cast<T*>(local) + (bh * chunks + c) * rows;
+        if (to_chunks) std::memcpy(part, whole, static_cast<size_t>(rows) * sizeof(T));
+        else std::memcpy(whole, part, static_cast<size_t>(rows) * sizeof(T));
+      }
+  }
+  int64_t chunk_size(int64_t heads, int64_t width) const { return batch * heads * chunk_len * width; }
+};
+
+// One rank's part of the ring: its layout, who it sends to and receives from.
+struct Ring {
+  RingLayout layout;
+  int rank, ranks;
+  int next() const { return (rank + 1) % ranks; }
+  int previous() const { return (rank + ranks - 1) % ranks; }
+  int holder_at(int step) const { return (rank - step % ranks + ranks) % ranks; }  // whose block at step s
+};
+
+// Merges a block's (out_b, lse_b) into the running (out, lse) of the same rows (the online softmax).
+template <class T>
+void merge_block(int64_t rows, int64_t width, const T* out_b, const T* lse_b, T* out, T* lse) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const T a = lse[i], b = lse_b[i];
+    if (b == -std::numeric_limits<T>::infinity()) continue;  // the block shows the row nothing
+    const T m = std::max(a, b);
+    const T merged = m + std::log(std::exp(a - m) + std::exp(b - m));
+    const T wa = std::exp(a - merged), wb = std::exp(b - merged);
+    for (int64_t e = 0; e < width; ++e) out[i * width + e] = wa * out[i * width + e] + wb * out_b[i * width + e];
+    lse[i] = merged;
+  }
+}
+
+// Element counts of one chunk of each tensor (all (batch, head) rows of it), and of a travelling
+// block: every chunk of one rank's K, then every chunk of its V.
+struct ChunkSizes {
+  int64_t q, o, k, v, lse, block;
+  ChunkSizes(const AttentionDims& d, const Chunking& ch)
+      : q(ch.chunk_size(d.heads, d.head_dim)), o(ch.chunk_size(d.heads, d.value_dim)),
+        k(ch.chunk_size(d.kv_heads, d.head_dim)), v(ch.chunk_size(d.kv_heads, d.value_dim)),
+        lse(d.batch * d.heads * d.q_len), block(ch.chunks * (k + v)) {}
+};
+
+struct RingAttentionNode : Node {
+  GradRef queries, keys, values;
+  Tensor q_chunks, kv_own;  // saved: Q chunk-major; this rank's K then V, chunk-major
+  Tensor out_chunks, lse_chunks;  // saved: the final O (chunk-major) and lse [chunk][B][H][C]
+  AttentionDims dims;             // of one chunk pair: q_len = kv_len = C
+  Chunking chunking;
+  Ring ring;
+  bool causal;
+  dist::Comm* comm;
+  const char* op_name() const override { return "ring_attention"; }
+  void backward() override;
+
+  // The N steps of Note [ring attention]: `held` starts as this rank's block; at each step the next
+  // block is received into `arriving` while compute(qi, kj, mask) runs for every visible pair of a
+  // local query chunk qi and a chunk kj of the block held; then after_step() (the accumulators' hop).
+  template <class T, class Compute, class AfterStep>
+  void ring_steps(Tensor& held, Tensor& arriving, Compute&& compute, AfterStep&& after_step) {
+    const int64_t block = ChunkSizes(dims, chunking).block;
+    for (int step = 0; step < ring.ranks; ++step) {
+      dist::Request receive, send;
+      if (step + 1 < ring.ranks) {  // the next block travels while this one is computed
+        receive = comm->irecv(arriving.data<T>(), block, ring.previous(), kTagBlock);
+        send = comm->isend(held.data<T>(), block, ring.next(), kTagBlock);
+      }
+      const int holder = ring.holder_at(step);
+      for (int64_t qi = 0; qi < chunking.chunks; ++qi)
+        for (int64_t kj = 0; kj < chunking.chunks; ++kj) {
+          const Pair kind = pair_kind(causal, ring_chunk_of(ring.layout, ring.rank, ring.ranks, qi),
+                                      ring_chunk_of(ring.layout, holder, ring.ranks, kj));
+          if (kind == Pair::empty) continue;
+          AttentionMask mask;
+          mask.causal = kind == Pair::diagonal;
+          compute(qi, kj, mask);
+        }
+      receive.wait();
+      send.wait();
+      std::swap(held, arriving);
+      after_step();
+    }
+  }
+};
+
+template <class T>
+void ring_forward(const Tensor& q, const Tensor& k, const Tensor& v, RingAttentionNode& n, Tensor& out) {
+  const AttentionDims& d = n.dims;
+  const Chunking& ch = n.chunking;
+  const ChunkSizes size(d, ch);
+  T* qc = n.q_chunks.data<T>();
+  ch.copy(q.data<T>(), qc, d.heads, d.head_dim, true);
+  T* own = n.kv_own.data<T>();  // [K chunks][V chunks]
+  ch.copy(k.data<T>(), own, d.kv_heads, d.head_dim, true);
+  ch.copy(v.data<T>(), own + ch.chunks * size.k, d.kv_heads, d.value_dim, true);
+  T* o = n.out_chunks.data<T>();
+  T* lse = n.lse_chunks.data<T>();
+  std::fill(o, o + ch.chunks * size.o, T(0));
+  std::fill(lse, lse + ch.chunks * size.lse, -std::numeric_limits<T>::infinity());
+  Tensor held = n.kv_own.clone(), arriving = Tensor::empty({size.block}, q.dtype());
+  Tensor o_b = Tensor::empty({size.o}, q.dtype()), lse_b = Tensor::empty({size.lse}, q.dtype());
+  n.ring_steps<T>(
+      held, arriving,
+      [&](int64_t qi, int64_t kj, const AttentionMask& mask) {
+        attention_forward_kernel<T>({.dims = d, .mask = mask, .queries = qc + qi * size.q,
+                                     .keys = held.data<T>() + kj * size.k,
+                                     .values = held.data<T>() + ch.chunks * size.k + kj * size.v,
+                                     .out = o_b.data<T>(), .lse = lse_b.data<T>()});
+        merge_block<T>(size.lse, d.value_dim, o_b.data<T>(), lse_b.data<T>(), o + qi * size.o, lse + qi * size.lse);
+      },
+      [] {});
+  ch.copy(out.data<T>(), o, d.heads, d.value_dim, false);
+}
+
+template <class T>
+void ring_backward(RingAttentionNode& n, const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv) {
+  const AttentionDims& d = n.dims;
+  const Chunking& ch = n.chunking;
+  const ChunkSizes size(d, ch);
+  const DType dtype = dout.dtype();
+  Tensor dout_chunks = Tensor::empty({ch.chunks * size.o}, dtype);
+  ch.copy(dout.data<T>(), dout_chunks.data<T>(), d.heads, d.value_dim, true);
+  Tensor dq_chunks = Tensor::zeros({ch.chunks * size.q}, dtype);
+  // The travelling block and its gradient accumulators [dK chunks][dV chunks], in two messages: the
+  // block leaves before its compute, the accumulators after it.
+  Tensor held = n.kv_own.clone(), arriving = Tensor::empty({size.block}, dtype);
+  Tensor grads = Tensor::zeros({size.block}, dtype), grads_arriving = Tensor::empty({size.block}, dtype);
+  Tensor dq_b = Tensor::empty({size.q}, dtype), dk_b = Tensor::empty({size.k}, dtype),
+         dv_b = Tensor::empty({size.v}, dtype);
+  auto add = [](T* into, const Tensor& part, int64_t n) {
+    for (int64_t e = 0; e < n; ++e) into[e] += part.data<T>()[e];
+  };
+  n.ring_steps<T>(
+      held, arriving,
+      [&](int64_t qi, int64_t kj, const AttentionMask& mask) {
+        attention_backward_kernel<T>(
+            {.dims = d, .mask = mask, .queries = n.q_chunks.data<T>() + qi * size.q,
+             .keys = held.data<T>() + kj * size.k, .values = held.data<T>() + ch.chunks * size.k + kj * size.v,
+             .out = n.out_chunks.data<T>() + qi * size.o, .lse = n.lse_chunks.data<T>() + qi * size.lse,
+             .dout = dout_chunks.data<T>() + qi * size.o, .dqueries = dq_b.data<T>(), .dkeys = dk_b.data<T>(),
+             .dvalues = dv_b.data<T>()});
+        add(dq_chunks.data<T>() + qi * size.q, dq_b, size.q);
+        add(grads.data<T>() + kj * size.k, dk_b, size.k);
+        add(grads.data<T>() + ch.chunks * size.k + kj * size.v, dv_b, size.v);
+      },
+      [&] {  // the accumulators follow their block; after the last step this hop takes them home
+        if (n.ring.ranks == 1) return;
+        dist::Request grads_in = n.comm->irecv(grads_arriving.data<T>(), size.block, n.ring.previous(), kTagGrads);
+        dist::Request grads_out = n.comm->isend(grads.data<T>(), size.block, n.ring.next(), kTagGrads);
+        grads_in.wait();
+        grads_out.wait();
+        std::swap(grads, grads_arriving);
+      });
+  ch.copy(dq.data<T>(), dq_chunks.data<T>(), d.heads, d.head_dim, false);
+  ch.copy(dk.data<T>(), grads.data<T>(), d.kv_heads, d.head_dim, false);
+  ch.copy(dv.data<T>(), grads.data<T>() + ch.chunks * size.k, d.kv_heads, d.value_dim, false);
+}
+
+void RingAttentionNode::backward() {
+  const Tensor dout = take_output_grad();
+  const int64_t local = chunking.chunks * chunking.chunk_len;
+  Tensor dq = Tensor::empty({dims.batch, dims.heads, local, dims.head_dim}, dout.dtype());
+  Tensor dk = Tensor::empty({dims.batch, dims.kv_heads, local, dims.head_dim}, dout.dtype());
+  Tensor dv = Tensor::empty({dims.batch, dims.kv_heads, local, dims.value_dim}, dout.dtype());
+  dispatch(dout.dtype(), [&](auto zero) { ring_backward<decltype(zero)>(*this, dout, dq, dk, dv); });
+  accumulate_grad(queries, std::move(dq));
+  accumulate_grad(keys, std::move(dk));
+  accumulate_grad(values, std::move(dv));
+}
+
+}  // namespace
+
+int64_t ring_chunks_per_rank(RingLayout layout) { return layout == RingLayout::zigzag ? 2 : 1; }
+
+int64_t ring_chunk_of(RingLayout layout, int rank, int ranks, int64_t local_chunk) {
+  if (layout == RingLayout::contiguous) return rank;
+  return local_chunk == 0 ? rank : 2 * ranks - 1 - rank;
+}
+
+std::vector<int64_t> ring_positions(RingLayout layout, int rank, int ranks, int64_t seq_len) {
+  const int64_t chunks = ring_chunks_per_rank(layout);
+  TF_CHECK_INPUT(seq_len % (chunks * ranks) == 0, "ring attention: the sequence length ", seq_len,
+                 " must be a multiple of ", chunks * ranks, " (", ranks, " ranks",
+                 layout == RingLayout::zigzag ? " times 2 chunks each, zigzag" : "", ")");
+  const int64_t c = seq_len / (chunks * ranks);
+  std::vector<int64_t> positions;
+  for (int64_t local = 0; local < chunks; ++local)
+    for (int64_t i = 0; i < c; ++i) positions.push_back(ring_chunk_of(layout, rank, ranks, local) * c + i);
+  return positions;
+}
+
+int64_t ring_visible_pairs(RingLayout layout, bool causal, int rank, int ranks, int64_t seq_len) {
+  const int64_t chunks = ring_chunks_per_rank(layout), c = seq_len / (chunks * ranks);
+  int64_t pairs = 0;
+  for (int holder = 0; holder < ranks; ++holder)
+    for (int64_t qi = 0; qi < chunks; ++qi)
+      for (int64_t kj = 0; kj < chunks; ++kj) {
+        const Pair kind = pair_kind(causal, ring_chunk_of(layout, rank, ranks, qi), ring_chunk_of(layout, holder, ranks, kj));
+        pairs += kind == Pair::full ? c * c : kind == Pair::diagonal ? c * (c + 1) / 2 : 0;
+      }
+  return pairs;
+}
+
+Tensor ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RingAttentionOptions& options,
+                      dist::Comm& comm) {
+  TF_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4, "ring_attention: q, k and v must be (B, H, T_l, D), got ",
+           q.shape(), ", ", k.shape(), ", ", v.shape());
+  TF_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), "ring_attention: q, k and v must share a dtype");
+  const int64_t local = q.dim(2), chunks = ring_chunks_per_rank(options.layout);
+  TF_CHECK(k.dim(0) == q.dim(0) && v.dim(0) == q.dim(0) && k.dim(2) == local && v.dim(2) == local &&
+               k.dim(1) == v.dim(1) && q.dim(1) % k.dim(1) == 0 && k.dim(3) == q.dim(3) && local % chunks == 0,
+           "ring_attention: shapes q ", q.shape(), ", k ", k.shape(), ", v ", v.shape(), " do not fit (B, H, T_l, D), "
+           "(B, H_kv, T_l, D), (B, H_kv, T_l, D_v) with H a multiple of H_kv and T_l a multiple of ", chunks);
+  auto node = std::make_unique<RingAttentionNode>();
+  AttentionDims& d = node->dims;
+  d.batch = q.dim(0);
+  d.heads = q.dim(1);
+  d.kv_heads = k.dim(1);
+  d.q_len = d.kv_len = local / chunks;
+  d.head_dim = q.dim(3);
+  d.value_dim = v.dim(3);
+  d.scale = options.scale > 0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(d.head_dim));
+  node->chunking = {d.batch, chunks, d.q_len};
+  node->ring = {options.layout, comm.rank(), comm.size()};
+  node->causal = options.causal;
+  node->comm = &comm;
+  const DType dtype = q.dtype();
+  node->q_chunks = Tensor::empty({q.numel()}, dtype);
+  node->kv_own = Tensor::empty({k.numel() + v.numel()}, dtype);
+  node->out_chunks = Tensor::empty({d.batch * d.heads * local * d.value_dim}, dtype);
+  node->lse_chunks = Tensor::empty({d.batch * d.heads * local}, dtype);
+  Tensor out = Tensor::empty({d.batch, d.heads, local, d.value_dim}, dtype);
+  dispatch(dtype, [&](auto zero) { ring_forward<decltype(zero)>(q, k, v, *node, out); });
+  if (needs_grad(q, k, v)) {
+    node->queries = GradRef(q);
+    node->keys = GradRef(k);
+    node->values = GradRef(v);
+    record(std::move(node), {out});
+  }
+  return out;
+}
+
+}  // namespace tf::ops

@@ -1,0 +1,186 @@
+// `mpirun -np N tapeformer train` (docs/distributed.md) against one process: the same micro-batches
+// give the same model; a run resumes on another rank count; bad input prints one error; a killed rank
+// stops the others and leaves a checkpoint that resumes. Each test starts mpirun with 2 ranks on
+// loopback (label mpi).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "train/run_compare.h"
+#include "train/run_fixture.h"
+
+namespace tf::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// mpirun may run as root only when asked (CI and the fresh-Debian check run as root).
+void allow_root() {
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  ::setenv("OMP_NUM_THREADS", "1", 1);
+}
+
+std::vector<std::string> under_mpirun(int ranks, const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(ranks),
+                                  TAPEFORMER_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  return all;
+}
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome run(const fs::path& dir, const std::string& name, int ranks, const std::vector<std::string>& args) {
+  allow_root();
+  const fs::path out = dir / (name + ".out"), err = dir / (name + ".err");
+  Child child(ranks > 0 ? under_mpirun(ranks, args) : args, out, err, {},
+              ranks > 0 ? TAPEFORMER_MPIRUN : TAPEFORMER_BINARY);
+  const int status = child.wait();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_file(out), read_file(err)};
+}
+
+class DataParallel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    text_ = dir_.path() / "text.txt";
+    std::ofstream(text_) << english_text(60000);
+  }
+  // tiny_gpt with dropout (each micro-batch's own stream) and 2 micro-batches per step.
+  std::vector<std::string> args(const std::string& run_name, std::vector<std::string> more = {}) const {
+    more.insert(more.begin(), {"train.steps=12", "train.grad_accum=2", "model.dropout=0.1",
+                               "checkpoint.interval=6", "eval.interval=6", "log.report=false"});
+    return train_args("tiny_gpt", text_, dir_.path() / run_name, dir_.path() / "cache", more);
+  }
+  fs::path run_dir(const std::string& name) const { return dir_.path() / name; }
+  RunTempDir dir_;
+  fs::path text_;
+};
+
+// Note [micro-batch sums] (train/grad_sync.h): with train.deterministic the ranks' gradients are
+// added in rank order, as one process adds its micro-batches: the same bits.
+TEST_F(DataParallel, TwoRanksEqualOneProcessWithGradAccumTwoBitForBit) {
+  const auto det = std::vector<std::string>{"train.deterministic=true"};
+  const Outcome one = run(dir_.path(), "one", 0, args("one", det));
+  ASSERT_EQ(one.code, 0) << one.err;
+  const Outcome two = run(dir_.path(), "two", 2, args("two", det));
+  ASSERT_EQ(two.code, 0) << two.err;
+  expect_same_parameters(run_dir("one") / "ckpt_00000012.h5", run_dir("two") / "ckpt_00000012.h5");
+  expect_same_steps(run_dir("one") / "metrics.jsonl", run_dir("two") / "metrics.jsonl", 12);
+  // Rank 0 alone prints and writes: one progress report, one run folder's worth of files.
+  EXPECT_NE(two.out.find("2 ranks (mpirun)"), std::string::npos) << two.out;
+  EXPECT_EQ(read_metrics(run_dir("two") / "metrics.jsonl").size(), 12u);
+}
+
+// MPI's own all-reduce (no train.deterministic): within float32 rounding of one process.
+TEST_F(DataParallel, TwoRanksWithMpiAllreduceMatchWithinRounding) {
+  ASSERT_EQ(run(dir_.path(), "one", 0, args("one")).code, 0);
+  const Outcome two = run(dir_.path(), "two", 2, args("two"));
+  ASSERT_EQ(two.code, 0) << two.err;
+  const auto a = read_metrics(run_dir("one") / "metrics.jsonl"), b = read_metrics(run_dir("two") / "metrics.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(number(a[i], "train_loss"), number(b[i], "train_loss"), 1e-5 * number(a[i], "train_loss")) << i;
+}
+
+// The checkpoint holds the whole global batch stream, so a run continues on any rank count.
+TEST_F(DataParallel, ResumesOnADifferentRankCount) {
+  const auto det = std::vector<std::string>{"train.deterministic=true"};
+  ASSERT_EQ(run(dir_.path(), "straight", 0, args("straight", det)).code, 0);
+  ASSERT_EQ(run(dir_.path(), "two", 2, args("two", det)).code, 0);
+  // Two ranks' checkpoint at step 6, continued by one process; one process's, by two ranks.
+  auto resumed = [&](const std::string& name, const fs::path& from, int ranks) {
+    std::vector<std::string> a = args(name, det);
+    a.insert(a.end(), {"--resume", from.string(), "--accept-changes"});  // into another run folder
+    const Outcome o = run(dir_.path(), name, ranks, a);
+    EXPECT_EQ(o.code, 0) << o.err;
+  };
+  resumed("on_one", run_dir("two") / "ckpt_00000006.h5", 0);
+  resumed("on_two", run_dir("straight") / "ckpt_00000006.h5", 2);
+  expect_same_parameters(run_dir("straight") / "ckpt_00000012.h5", run_dir("on_one") / "ckpt_00000012.h5");
+  expect_same_parameters(run_dir("straight") / "ckpt_00000012.h5", run_dir("on_two") / "ckpt_00000012.h5");
+}
+
+// Note [failing together] (framework/dist/comm.h): every rank refuses, one message.
+TEST_F(DataParallel, BadInputIsRefusedByEveryRankWithOneMessage) {
+  const Outcome bad_key = run(dir_.path(), "bad", 2, args("bad", {"train.sttps=3"}));
+  EXPECT_EQ(bad_key.code, 2);
+  const std::string err = bad_key.err;
+  const size_t first = err.find("unknown key 'train.sttps'");
+  ASSERT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find("unknown key 'train.sttps'", first + 1), std::string::npos) << "printed twice:\n" << err;
+
+  const Outcome odd = run(dir_.path(), "odd", 2, args("odd", {"train.grad_accum=3"}));
+  EXPECT_EQ(odd.code, 2);
+  EXPECT_NE(odd.err.find("Set train.grad_accum to a multiple of 2 (--set train.grad_accum=4)"), std::string::npos)
+      << odd.err;
+  EXPECT_FALSE(fs::exists(run_dir("odd") / "metrics.jsonl"));
+}
+
+// The pid of the process of `rank` under mpirun: the child whose environment says so.
+pid_t rank_pid(int rank) {
+  const std::string wanted = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream environ(entry.path() / "environ", std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    if (all.find(std::string("\0", 1) + wanted + std::string("\0", 1)) == std::string::npos &&
+        all.rfind(wanted + std::string("\0", 1), 0) != 0)
+      continue;
+    std::ifstream cmdline(entry.path() / "cmdline", std::ios::binary);
+    std::string argv0;
+    std::getline(cmdline, argv0, '\0');
+    if (argv0 == TAPEFORMER_BINARY && all.find("TAPEFORMER_KILL_TEST=") != std::string::npos)
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
+}
+
+// A rank killed mid-run: mpirun stops the other within seconds, names the lost rank, and the last
+// checkpoint (written atomically by rank 0) resumes.
+TEST_F(DataParallel, KilledRankStopsTheOthersAndTheLastCheckpointResumes) {
+  allow_root();
+  ::setenv("TAPEFORMER_KILL_TEST", "1", 1);  // marks this test's ranks among the machine's processes
+  const fs::path out = dir_.path() / "kill.out", err = dir_.path() / "kill.err";
+  std::vector<std::string> a = args("killed", {"train.steps=100000", "checkpoint.interval=5", "eval.interval=0"});
+  Child child(under_mpirun(2, a), out, err, {}, TAPEFORMER_MPIRUN);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(run_dir("killed") / "ckpt_00000010.h5") && std::chrono::steady_clock::now() < deadline &&
+         !child.exited())
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(fs::exists(run_dir("killed") / "ckpt_00000010.h5")) << read_file(err);
+  const pid_t victim = rank_pid(1);
+  ::unsetenv("TAPEFORMER_KILL_TEST");
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto killed_at = std::chrono::steady_clock::now();
+  while (!child.exited() && std::chrono::steady_clock::now() - killed_at < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  ASSERT_TRUE(child.exited()) << "the other rank still runs " << seconds << " s after rank 1 was killed";
+  const int status = child.wait();
+  EXPECT_TRUE(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+  EXPECT_NE(read_file(err).find("signal 9"), std::string::npos) << read_file(err);
+  std::cout << "the job ended " << seconds << " s after rank 1 was killed\n";
+
+  std::vector<std::string> resume = args("killed", {"train.steps=100000", "checkpoint.interval=5", "eval.interval=0"});
+  resume.insert(resume.end(), {"--resume", "--accept-changes", "--set", "train.steps=" +
+                               std::to_string(read_metrics(run_dir("killed") / "metrics.jsonl").size() + 3)});
+  const Outcome resumed = run(dir_.path(), "resumed", 0, resume);
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("resuming from"), std::string::npos) << resumed.out;
+}
+
+}  // namespace
+}  // namespace tf::testing
