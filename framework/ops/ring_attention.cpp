@@ -2,6 +2,7 @@
 #include "framework/ops/ring_attention.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -17,6 +18,9 @@ using kernels::AttentionDims;
 using kernels::AttentionMask;
 
 constexpr int kTagBlock = 17, kTagGrads = 18;
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 // What a query chunk sees of a key chunk.
 enum class Pair { empty, diagonal, full };
@@ -104,6 +108,7 @@ struct RingAttentionNode : Node {
         send = comm->isend(held.data<T>(), block, ring.next(), kTagBlock);
       }
       const int holder = ring.holder_at(step);
+      const auto start = Clock::now();
       for (int64_t qi = 0; qi < chunking.chunks; ++qi)
         for (int64_t kj = 0; kj < chunking.chunks; ++kj) {
           const Pair kind = pair_kind(causal, ring_chunk_of(ring.layout, ring.rank, ring.ranks, qi),
@@ -113,10 +118,15 @@ struct RingAttentionNode : Node {
           mask.causal = kind == Pair::diagonal;
           compute(qi, kj, mask);
         }
+      const auto computed = Clock::now();
       receive.wait();
       send.wait();
       std::swap(held, arriving);
       after_step();
+      RingAttentionStats& stats = ring_attention_stats();
+      stats.compute_seconds += seconds(start, computed);
+      stats.wait_seconds += seconds(computed, Clock::now());
+      stats.bytes_sent += step + 1 < ring.ranks ? block * static_cast<int64_t>(dtype_size(held.dtype())) : 0;
     }
   }
 };
@@ -188,6 +198,7 @@ void ring_backward(RingAttentionNode& n, const Tensor& dout, Tensor& dq, Tensor&
         grads_in.wait();
         grads_out.wait();
         std::swap(grads, grads_arriving);
+        ring_attention_stats().bytes_sent += size.block * static_cast<int64_t>(sizeof(T));
       });
   ch.copy(dq.data<T>(), dq_chunks.data<T>(), d.heads, d.head_dim, false);
   ch.copy(dk.data<T>(), grads.data<T>(), d.kv_heads, d.head_dim, false);
@@ -207,6 +218,11 @@ void RingAttentionNode::backward() {
 }
 
 }  // namespace
+
+RingAttentionStats& ring_attention_stats() {
+  static RingAttentionStats stats;
+  return stats;
+}
 
 int64_t ring_chunks_per_rank(RingLayout layout) { return layout == RingLayout::zigzag ? 2 : 1; }
 

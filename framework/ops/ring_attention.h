@@ -59,6 +59,15 @@ std::vector<int64_t> ring_positions(RingLayout layout, int rank, int ranks, int6
 // (query, key) pairs whose scores `rank` computes for one head of one sequence: its share of the work.
 int64_t ring_visible_pairs(RingLayout layout, bool causal, int rank, int ranks, int64_t seq_len);
 
+// Where this process's ring attention time went, since the start (bench/ring_attention.cpp reads it
+// on every rank to show the load balance): kernel time, and time blocked waiting for a block or the
+// accumulators to arrive.
+struct RingAttentionStats {
+  double compute_seconds = 0, wait_seconds = 0;
+  int64_t bytes_sent = 0;
+};
+RingAttentionStats& ring_attention_stats();
+
 // q (B, H, T_l, D), k (B, H_kv, T_l, D), v (B, H_kv, T_l, D_v): this rank's rows (ring_positions).
 // Returns this rank's rows of attention(Q, K, V) over the whole sequence, (B, H, T_l, D_v).
 Tensor ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RingAttentionOptions& options,
