@@ -27,7 +27,8 @@ def main():
         last = res["2x1"][-1]
         print(f"config {config}: 1 process x 2 threads {one:.0f} tokens/s, 2 ranks x 1 thread {two:.0f} tokens/s, "
               f"ratio {two / one:.3f}; 2 ranks: {median(res['2x1'], 'step_s') * 1e3:.1f} ms/step, waiting "
-              f"{median(res['2x1'], 'wait_s_per_step') * 1e3:.2f} ms/step after backward, "
+              f"{median(res['2x1'], 'least_wait_s_per_step') * 1e3:.2f} ms/step after backward (the most waiting "
+              f"rank {median(res['2x1'], 'wait_s_per_step') * 1e3:.2f} ms), "
               f"{last['bytes_per_step'] / 2**20:.2f} MiB of gradients per step in {last['buckets']} buckets "
               f"({last['buckets_during_backward']:.1f} started during backward), one blocking all-reduce of them "
               f"{median(res['2x1'], 'allreduce_s') * 1e3:.2f} ms")
