@@ -33,7 +33,7 @@ Tensor MultiHeadAttention::differential(const Tensor& x, const Tensor& key_paddi
                                         const ops::KvBuffers* cache) const {
   const int64_t H = options.n_heads, G = kv_heads(), D = head_dim();
   const auto parts = ops::split_heads(in_layer("qkv", [&] { return qkv.forward(x); }), {H / 2, G / 2, G / 2}, 2 * D);
-  std::vector<Tensor> q = ops::split(parts[0], {D, D}, -1), k = ops::split(parts[1], {D, D}, -1);
+  auto q = ops::split(parts[0], {D, D}, -1), k = ops::split(parts[1], {D, D}, -1);
   if (options.rope) {
     ops::RopeOptions rope = options.rope_options;
     rope.position_offset += cache ? cache->next_position() : 0;

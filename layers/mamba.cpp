@@ -35,12 +35,12 @@ Mamba::Mamba(const Options& o, Init& init) : options(o) {
 
 Tensor Mamba::forward(const Tensor& u, const ops::KvBuffers* cache) const {
   const int64_t E = inner(), N = options.state, K = options.conv, R = dt_rank();
-  const std::vector<Tensor> xz = ops::split(in_layer("in_proj", [&] { return in_proj.forward(u); }), {E, E}, -1);
+  const auto xz = ops::split(in_layer("in_proj", [&] { return in_proj.forward(u); }), {E, E}, -1);
   const Tensor taps = ops::reshape(conv_weight, {E, K});
   const Tensor conv = cache ? ops::causal_conv1d_append(xz[0], taps, conv_bias, cache->conv_state)
                             : ops::causal_conv1d(xz[0], taps, conv_bias);
   const Tensor x = ops::silu(conv);  // (B, T, E)
-  const std::vector<Tensor> dbc = ops::split(in_layer("x_proj", [&] { return x_proj.forward(x); }), {R, N, N}, -1);
+  const auto dbc = ops::split(in_layer("x_proj", [&] { return x_proj.forward(x); }), {R, N, N}, -1);
   const Tensor delta = ops::softplus(in_layer("dt_proj", [&] { return dt_proj.forward(dbc[0]); }));  // (B, T, E)
   const Tensor a = ops::neg(ops::exp(A_log));  // (E, N)
   const Tensor y = cache ? ops::selective_scan_append(x, delta, a, dbc[1], dbc[2], D, cache->state)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framework/autograd/tape.h"
+#include "framework/storage_pool.h"
 
 namespace tf::ops {
 
@@ -77,8 +78,9 @@ void scan_forward(const ScanDims& s, const ScanInputs<T>& in, T* y, T* states) {
 #pragma omp parallel for schedule(dynamic) if (s.batch * blocks > 1)
   for (int64_t task = 0; task < s.batch * blocks; ++task) {
     const int64_t bi = task / blocks, e0 = task % blocks * block, ne = std::min(block, s.channels - e0);
-    std::vector<T> zeros;
-    T* h = states ? states + (bi * s.channels + e0) * s.state : (zeros.assign(ne * s.state, T(0)), zeros.data());
+    // Pooled, as every per-task buffer here: a warm training step takes nothing from malloc.
+    storage_pool::Scratch<T> zeros(states ? 0 : ne * s.state, T(0));
+    T* h = states ? states + (bi * s.channels + e0) * s.state : zeros.data();
     scan_block(s, in, bi, e0, ne, h, y, static_cast<T*>(nullptr));
   }
 }
@@ -95,11 +97,11 @@ template <class T>
 void scan_backward_block(const ScanDims& s, const ScanInputs<T>& in, const T* dy, int64_t bi, int64_t block_index,
                          int64_t e0, int64_t ne, int64_t blocks, const ScanGrads<T>& g) {
   const int64_t E = s.channels, N = s.state, T_ = s.time;
-  std::vector<T> history(T_ * ne * N), h(ne * N, T(0)), gh(ne * N, T(0));
+  storage_pool::Scratch<T> history(T_ * ne * N), h(ne * N, T(0)), gh(ne * N, T(0));
   scan_block(s, in, bi, e0, ne, h.data(), static_cast<T*>(nullptr), history.data());
   T* db = g.db_parts + (bi * blocks + block_index) * T_ * N;
   T* dc = g.dc_parts + (bi * blocks + block_index) * T_ * N;
-  const std::vector<T> zero_state(N, T(0));
+  const storage_pool::Scratch<T> zero_state(N, T(0));
   for (int64_t t = T_ - 1; t >= 0; --t) {
     const int64_t row = bi * T_ + t;
     const T* bt = in.b + row * N;

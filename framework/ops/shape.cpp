@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "framework/autograd/tape.h"
+#include "framework/object_pool.h"
 #include "framework/kernels/mode.h"
 
 namespace tf::ops {
@@ -57,30 +58,34 @@ void copy_rows(const std::byte* src, int64_t src_pitch, std::byte* dst, int64_t 
 
 namespace {
 
-Shape infer_shape(const Tensor& x, const std::vector<int64_t>& dims) {
+// "(2, -1, 3)", for messages only: built when a check fails, so a warm step allocates nothing here.
+std::string spelled(std::span<const int64_t> dims) {
+  std::string out = "(";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + ")";
+}
+
+Shape infer_shape(const Tensor& x, std::span<const int64_t> dims) {
+  TF_CHECK(dims.size() <= static_cast<size_t>(Shape::kMaxRank), "reshape: ", spelled(dims), " has more than ",
+           Shape::kMaxRank, " dimensions");
   int inferred = -1;
   int64_t known = 1;
-  std::string spelled = "(";
-  for (size_t i = 0; i < dims.size(); ++i) spelled += (i ? ", " : "") + std::to_string(dims[i]);
-  spelled += ")";
+  Shape shape;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1) {
-      TF_CHECK(inferred < 0, "reshape: more than one -1 in ", spelled, " for ", x.describe());
+      TF_CHECK(inferred < 0, "reshape: more than one -1 in ", spelled(dims), " for ", x.describe());
       inferred = static_cast<int>(i);
     } else {
-      TF_CHECK(dims[i] >= 0, "reshape: negative dimension ", dims[i], " in ", spelled, " for ", x.describe());
+      TF_CHECK(dims[i] >= 0, "reshape: negative dimension ", dims[i], " in ", spelled(dims), " for ", x.describe());
       known *= dims[i];
     }
+    shape.push_back(dims[i]);
   }
-  std::vector<int64_t> resolved = dims;
   if (inferred >= 0) {
-    TF_CHECK(known > 0 && x.numel() % known == 0, "reshape: cannot infer the -1 in ", spelled, " for ",
+    TF_CHECK(known > 0 && x.numel() % known == 0, "reshape: cannot infer the -1 in ", spelled(dims), " for ",
              x.describe(), " (", x.numel(), " elements)");
-    resolved[inferred] = x.numel() / known;
+    shape[inferred] = x.numel() / known;
   }
-  TF_CHECK(dims.size() <= static_cast<size_t>(Shape::kMaxRank), "reshape: ", spelled, " has more than ",
-           Shape::kMaxRank, " dimensions");
-  const Shape shape(resolved);
   TF_CHECK(shape.numel() == x.numel(), "reshape: cannot reshape ", x.describe(), " (", x.numel(),
            " elements) to ", shape, " (", shape.numel(), " elements)");
   return shape;
@@ -94,7 +99,7 @@ struct ReshapeNode : Node {
 
 }  // namespace
 
-Tensor reshape(const Tensor& x, const std::vector<int64_t>& dims) {
+Tensor reshape(const Tensor& x, std::span<const int64_t> dims) {
   Tensor out = x.view(infer_shape(x, dims));
   if (needs_grad(x)) {
     auto node = std::make_unique<ReshapeNode>();
@@ -103,8 +108,12 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& dims) {
   }
   return out;
 }
-Tensor reshape(const Tensor& x, std::initializer_list<int64_t> dims) { return reshape(x, std::vector<int64_t>(dims)); }
-Tensor reshape(const Tensor& x, const Shape& shape) { return reshape(x, shape.vec()); }
+Tensor reshape(const Tensor& x, std::initializer_list<int64_t> dims) {
+  return reshape(x, std::span<const int64_t>(dims.begin(), dims.size()));
+}
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  return reshape(x, std::span<const int64_t>(shape.begin(), static_cast<size_t>(shape.rank())));
+}
 
 // ---------------------------------------------------------------------------------------------
 // permute and transpose
@@ -337,23 +346,21 @@ struct SplitNode : Node {
 
 }  // namespace
 
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
+std::pmr::vector<Tensor> split(const Tensor& x, std::span<const int64_t> sizes, int axis) {
   TF_CHECK(x.rank() > 0, "split: cannot split a rank-0 tensor (", x.describe(), ")");
   const int a = checked_axis("split", x.shape(), axis);
   TF_CHECK(!sizes.empty(), "split: no sizes given for ", x.describe());
   int64_t total = 0;
-  std::string spelled = "(";
-  for (size_t i = 0; i < sizes.size(); ++i) spelled += (i ? ", " : "") + std::to_string(sizes[i]);
-  spelled += ")";
   for (int64_t s : sizes) {
-    TF_CHECK(s >= 0, "split: negative size ", s, " in ", spelled);
+    TF_CHECK(s >= 0, "split: negative size ", s, " in ", spelled(sizes));
     total += s;
   }
-  TF_CHECK(total == x.dim(a), "split: sizes ", spelled, " add up to ", total, " but axis ", axis, " of ",
+  TF_CHECK(total == x.dim(a), "split: sizes ", spelled(sizes), " add up to ", total, " but axis ", axis, " of ",
            x.describe(), " has ", x.dim(a));
   const int64_t outer = x.shape().numel_before(a), inner = numel_after(x.shape(), a);
   const int64_t elem = dtype_size(x.dtype()), pitch = x.dim(a) * inner * elem;
-  std::vector<Tensor> outs;
+  std::pmr::vector<Tensor> outs(object_pool::allocator<Tensor>());  // pooled: no malloc in a warm step
+  outs.reserve(sizes.size());
   int64_t offset = 0;
   for (int64_t s : sizes) {
     Shape shape = x.shape();

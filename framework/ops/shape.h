@@ -8,6 +8,8 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <memory_resource>
+#include <span>
 #include <vector>
 
 #include "framework/tensor.h"
@@ -16,7 +18,7 @@ namespace tf::ops {
 
 // Same elements, new shape, same storage (see Tensor::view). One dimension may be -1: it is
 // inferred from the element count.
-Tensor reshape(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor reshape(const Tensor& x, std::span<const int64_t> dims);
 Tensor reshape(const Tensor& x, std::initializer_list<int64_t> dims);  // lets {2, -1} pick this overload
 Tensor reshape(const Tensor& x, const Shape& shape);
 
@@ -28,8 +30,12 @@ Tensor permute(const Tensor& x, std::vector<int> order);
 // Joins tensors along `axis`; all other dimensions (and the dtype) must agree.
 Tensor concat(const std::vector<Tensor>& xs, int axis);
 // Cuts x along `axis` into pieces of the given sizes, which must add up to x's dimension there.
-// Outputs that receive no gradient count as zero in the backward pass.
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
+// Outputs that receive no gradient count as zero in the backward pass. The list is pooled
+// (framework/object_pool.h), so a layer's split costs no malloc in a warm training step.
+std::pmr::vector<Tensor> split(const Tensor& x, std::span<const int64_t> sizes, int axis);
+inline std::pmr::vector<Tensor> split(const Tensor& x, std::initializer_list<int64_t> sizes, int axis) {
+  return split(x, std::span<const int64_t>(sizes.begin(), sizes.size()), axis);
+}
 
 // The permute kernels, on raw buffers: out has dims in_shape[order[k]]. The reference walks one
 // element at a time; the fast one copies contiguous runs and spreads rows over OpenMP threads.

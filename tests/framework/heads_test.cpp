@@ -27,7 +27,7 @@ std::vector<Tensor> split_heads_by_shape_ops(const Tensor& x, const HeadsCase& c
   std::vector<int64_t> widths;
   for (int64_t h : c.heads) widths.push_back(h * c.head_dim);
   std::vector<Tensor> out;
-  const std::vector<Tensor> parts = ops::split(x, widths, -1);
+  const auto parts = ops::split(x, widths, -1);
   for (size_t g = 0; g < parts.size(); ++g)
     out.push_back(ops::transpose(ops::reshape(parts[g], {c.batch, c.seq, c.heads[g], c.head_dim}), 1, 2));
   return out;

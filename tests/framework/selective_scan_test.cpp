@@ -105,7 +105,7 @@ TEST(SelectiveScan, DecodingInChunksEqualsTheWholeSequence) {
   const Tensor state = Tensor::zeros({B, E, N}, DType::f64);
   NoGradGuard no_grad;
   const std::vector<int64_t> chunks{4, 1, 1, 3, 2};
-  std::vector<std::vector<Tensor>> parts;
+  std::vector<std::pmr::vector<Tensor>> parts;
   for (const Tensor* t : {&in.x, &in.delta, &in.b, &in.c, &full}) parts.push_back(ops::split(*t, chunks, 1));
   for (size_t i = 0; i < chunks.size(); ++i) {
     const Tensor y = ops::selective_scan_append(parts[0][i], parts[1][i], in.a, parts[2][i], parts[3][i], in.d, state);
@@ -163,7 +163,7 @@ TEST(CausalConv1d, DecodingInChunksEqualsTheWholeSequence) {
   const Tensor state = Tensor::zeros({B, K - 1, C}, DType::f64);
   NoGradGuard no_grad;
   const std::vector<int64_t> chunks{2, 1, 4, 1, 1};
-  const std::vector<Tensor> xs = ops::split(x, chunks, 1), ys = ops::split(full, chunks, 1);
+  const auto xs = ops::split(x, chunks, 1), ys = ops::split(full, chunks, 1);
   for (size_t i = 0; i < chunks.size(); ++i)
     EXPECT_TRUE(all_close(ops::causal_conv1d_append(xs[i], w, bias, state), ys[i], 0, 0)) << "chunk " << i;
   testing::expect_error([&] { ops::causal_conv1d_append(xs[0], w, bias, Tensor::zeros({B, K, C}, DType::f64)); },

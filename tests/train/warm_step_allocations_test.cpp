@@ -237,12 +237,13 @@ TEST(WarmStepAllocations, OneDnnMatmulCall) {
   EXPECT_EQ(c.at(0), 33.0);
 }
 
-TEST(WarmStepAllocations, GptStepMakesNoneOfOurOwn) {
+// Warm training steps of tiny_gpt with `more` overrides allocate nothing of ours.
+void expect_warm_steps_make_none_of_our_own(std::vector<std::string> more) {
   tf::testing::TempDir tmp;
   const auto text = tmp / "text.txt";
   tf::testing::write_file(text, tf::testing::english_text(4000));
-  const Recipe recipe = tf::testing::tiny_recipe("tiny_gpt", text, tmp / "run", tmp / "cache",
-                                                 {"train.grad_accum=2", "model.dropout=0.1", "train.grad_clip=0.5"});
+  more.insert(more.end(), {"train.grad_accum=2", "model.dropout=0.1", "train.grad_clip=0.5"});
+  const Recipe recipe = tf::testing::tiny_recipe("tiny_gpt", text, tmp / "run", tmp / "cache", more);
   const Corpus corpus = load_corpus(recipe.data);
   train::Run run = build_run(recipe, train_tokenizer(recipe.data, corpus.train, recipe.model.arch));
   Batches batches(run.recipe, *run.tokenizer, tokenize(run, corpus.train), 1);
@@ -273,6 +274,15 @@ TEST(WarmStepAllocations, GptStepMakesNoneOfOurOwn) {
   EXPECT_LE(a.onednn, 9 * matmuls);
   // Not asserted: libgomp allocates a team for each parallel region that runs on one thread (an
   // `if` clause that is false, for tiny tensors); 156 a step here, fewer on larger shapes.
+}
+
+TEST(WarmStepAllocations, GptStepMakesNoneOfOurOwn) { expect_warm_steps_make_none_of_our_own({}); }
+
+// Every sequence mixer in one stack: the selective scan's per-task buffers, the convolution and
+// linear attention's chunk states come from the storage pool too.
+TEST(WarmStepAllocations, EveryMixerStepMakesNoneOfOurOwn) {
+  expect_warm_steps_make_none_of_our_own(
+      {"model.n_layers=4", "model.mixer=[differential, mamba, linear, attention]", "model.mamba_state=4"});
 }
 
 }  // namespace
