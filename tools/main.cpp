@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <string>
 
 #include "framework/dist/comm.h"
 #include "framework/error.h"
@@ -21,6 +22,14 @@
 int main(int argc, char** argv) {
   tf::train::apply_default_wait_policy(argv);  // first: it may re-execute the program
   tf::dist::Comm& comm = tf::dist::Comm::world();  // MPI_Init, when started by mpirun
+  // Only training is distributed; N copies of any other command would print N times and race on
+  // their output files. Every rank sees the same command line, so every rank stops here.
+  if (comm.size() > 1 && argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "train") {
+    if (comm.rank() == 0)
+      std::cerr << "error: '" << argv[1] << "' runs in one process; under mpirun only 'train' runs (on "
+                << comm.size() << " ranks here): start it without mpirun (docs/distributed.md)\n";
+    return 2;
+  }
   CLI::App app{"tapeformer: train small transformer language models on the CPU"};
   app.set_version_flag("--version", "tapeformer " TAPEFORMER_VERSION);
   app.require_subcommand(1);

@@ -56,11 +56,12 @@ class DataParallel : public ::testing::Test {
     text_ = dir_.path() / "text.txt";
     std::ofstream(text_) << english_text(60000);
   }
-  // tiny_gpt with dropout (each micro-batch's own stream) and 2 micro-batches per step.
-  std::vector<std::string> args(const std::string& run_name, std::vector<std::string> more = {}) const {
+  // tiny_gpt (or `recipe`) with dropout (each micro-batch's own stream) and 2 micro-batches per step.
+  std::vector<std::string> args(const std::string& run_name, std::vector<std::string> more = {},
+                                const std::string& recipe = "tiny_gpt") const {
     more.insert(more.begin(), {"train.steps=12", "train.grad_accum=2", "model.dropout=0.1",
                                "checkpoint.interval=6", "eval.interval=6", "log.report=false"});
-    return train_args("tiny_gpt", text_, dir_.path() / run_name, dir_.path() / "cache", more);
+    return train_args(recipe, text_, dir_.path() / run_name, dir_.path() / "cache", more);
   }
   fs::path run_dir(const std::string& name) const { return dir_.path() / name; }
   RunTempDir dir_;
@@ -80,6 +81,16 @@ TEST_F(DataParallel, TwoRanksEqualOneProcessWithGradAccumTwoBitForBit) {
   // Rank 0 alone prints and writes: one progress report, one run folder's worth of files.
   EXPECT_NE(two.out.find("2 ranks (mpirun)"), std::string::npos) << two.out;
   EXPECT_EQ(read_metrics(run_dir("two") / "metrics.jsonl").size(), 12u);
+}
+
+// A BERT: masked batches with padding keys, drawn whole by every rank and divided the same way.
+TEST_F(DataParallel, TwoRanksEqualOneProcessForABertBitForBit) {
+  const auto det = std::vector<std::string>{"train.deterministic=true"};
+  ASSERT_EQ(run(dir_.path(), "one", 0, args("one", det, "tiny_bert")).code, 0);
+  const Outcome two = run(dir_.path(), "two", 2, args("two", det, "tiny_bert"));
+  ASSERT_EQ(two.code, 0) << two.err;
+  expect_same_parameters(run_dir("one") / "ckpt_00000012.h5", run_dir("two") / "ckpt_00000012.h5");
+  expect_same_steps(run_dir("one") / "metrics.jsonl", run_dir("two") / "metrics.jsonl", 12);
 }
 
 // MPI's own all-reduce (no train.deterministic): within float32 rounding of one process.
@@ -125,6 +136,16 @@ TEST_F(DataParallel, BadInputIsRefusedByEveryRankWithOneMessage) {
   EXPECT_NE(odd.err.find("Set train.grad_accum to a multiple of 2 (--set train.grad_accum=4)"), std::string::npos)
       << odd.err;
   EXPECT_FALSE(fs::exists(run_dir("odd") / "metrics.jsonl"));
+}
+
+// Only train runs distributed: another command under mpirun says so once, on every rank's behalf.
+TEST_F(DataParallel, OtherCommandsRefuseSeveralRanks) {
+  const Outcome info = run(dir_.path(), "info", 2, {"info", "no_such.h5"});
+  EXPECT_EQ(info.code, 2);
+  const std::string said = "'info' runs in one process; under mpirun only 'train' runs";
+  const size_t first = info.err.find(said);
+  ASSERT_NE(first, std::string::npos) << info.err;
+  EXPECT_EQ(info.err.find(said, first + 1), std::string::npos) << info.err;
 }
 
 // The pid of the process of `rank` under mpirun: the child whose environment says so.
