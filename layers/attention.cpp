@@ -40,16 +40,21 @@ MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o
   if (o.mixer == MixerKind::differential) init_differential(init);
 }
 
-MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int64_t position_offset) const {
+MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int64_t position_offset,
+                                                            const SequenceShard* shard) const {
   const int64_t H = options.n_heads, G = kv_heads(), D = head_dim();
   // (B, T, (H + 2G) D) -> (B, H, T, D), (B, G, T, D), (B, G, T, D)
   const auto parts = ops::split_heads(in_layer("qkv", [&] { return qkv.forward(x); }), {H, G, G}, D);
   Heads out{parts[0], parts[1], parts[2]};
   if (options.rope) {
     ops::RopeOptions rope = options.rope_options;
-    rope.position_offset += position_offset;
-    out.queries = ops::rope(out.queries, rope);
-    out.keys = ops::rope(out.keys, rope);
+    const auto rotate = [&](const Tensor& t, int64_t start) {  // (B, H, T, D), positions start ...
+      ops::RopeOptions at = rope;
+      at.position_offset += start;
+      return ops::rope(t, at);
+    };
+    out.queries = per_chunk(out.queries, 2, shard, position_offset, rotate);
+    out.keys = per_chunk(out.keys, 2, shard, position_offset, rotate);
   }
   return out;
 }
@@ -87,6 +92,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
     const ops::LinearAttentionOptions linear{.causal = options.causal, .key_padding = key_padding};
     out = ops::linear_attention(h.queries, h.keys, h.values, linear);
     if (ctx.attention_weights) ctx.attention_weights->push_back(ops::linear_attention_weights(h.queries, h.keys, linear));
+  } else if (ctx.shard) {  // sequence parallel: this rank's chunks, the others' keys round the ring
+    const Heads h = project_heads(x, 0, ctx.shard);
+    out = ops::ring_attention(h.queries, h.keys, h.values, {.causal = options.causal, .layout = ctx.shard->layout},
+                              *ctx.shard->comm);
   } else {
     const Heads h = project_heads(x, 0);
     ops::AttentionOptions attn;

@@ -74,7 +74,7 @@ struct MultiHeadAttention {
   struct Heads {
     Tensor queries, keys, values;
   };
-  Heads project_heads(const Tensor& x, int64_t position_offset) const;
+  Heads project_heads(const Tensor& x, int64_t position_offset, const SequenceShard* shard = nullptr) const;
   // The differential mixer's (B, H/2, T, 2D) heads, normalised and scaled, before W_O
   // (layers/differential_attention.cpp).
   void init_differential(Init& init);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "framework/ops/dropout.h"
+#include "framework/ops/shape.h"
 
 namespace tf::layers {
 
@@ -71,6 +72,17 @@ Tensor Context::head_gate() const {
   TF_CHECK(layer >= 0 && layer < static_cast<int64_t>(head_gates->size()), "Context: head_gates holds ",
            head_gates->size(), " layers' gates, but layer ", layer, " is running");
   return (*head_gates)[static_cast<size_t>(layer)];
+}
+
+Tensor per_chunk(const Tensor& x, int axis, const SequenceShard* shard, int64_t offset,
+                 const std::function<Tensor(const Tensor&, int64_t)>& f) {
+  if (!shard) return f(x, offset);
+  if (shard->chunk_starts.size() == 1) return f(x, shard->chunk_starts[0]);
+  const std::vector<int64_t> sizes(shard->chunk_starts.size(), shard->chunk_len);
+  const auto pieces = ops::split(x, sizes, axis);
+  std::vector<Tensor> done;
+  for (size_t c = 0; c < pieces.size(); ++c) done.push_back(f(pieces[c], shard->chunk_starts[c]));
+  return ops::concat(done, axis);
 }
 
 Tensor dropout(const Tensor& x, double p, const Context& ctx) {

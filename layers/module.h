@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "framework/autograd/tape.h"
+#include "framework/dist/comm.h"
+#include "framework/ops/ring_attention.h"
 #include "framework/random.h"
 #include "framework/tensor.h"
 
@@ -57,6 +59,21 @@ struct Init {
   Tensor from_values(const Shape& shape, const std::function<double(int64_t)>& value);
 };
 
+// Sequence parallel training (docs/distributed.md): this process holds some chunks of every
+// sequence, the other ranks the rest. Embeddings and RoPE use the chunks' global positions, and
+// attention runs ops::ring_attention.
+struct SequenceShard {
+  ops::RingLayout layout = ops::RingLayout::zigzag;
+  dist::Comm* comm = nullptr;
+  int64_t chunk_len = 0;                // C: positions per chunk
+  std::vector<int64_t> chunk_starts;    // the global position of each local chunk's first token
+};
+
+// f(piece, start) on each local chunk of x along `axis` (its global first position `start`), the
+// results joined again; without a shard, f(x, offset) on the whole.
+Tensor per_chunk(const Tensor& x, int axis, const SequenceShard* shard, int64_t offset,
+                 const std::function<Tensor(const Tensor&, int64_t)>& f);
+
 // Passed down through forward(): train/eval mode and where dropout draws its seeds.
 struct Context {
   bool training = false;            // dropout is active only when training
@@ -69,6 +86,7 @@ struct Context {
   // dL/dxi_h is the head's importance. `layer` is the block being run; the model sets it (in_block).
   const std::vector<Tensor>* head_gates = nullptr;
   int64_t layer = -1;
+  const SequenceShard* shard = nullptr;  // sequence parallel: this rank's chunks (see SequenceShard)
   uint64_t next_seed() const;       // a fresh dropout seed from rng
   Context in_block(int64_t i) const;  // this context with layer = i
   Tensor head_gate() const;           // head_gates[layer], or undefined without gates

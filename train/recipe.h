@@ -51,6 +51,9 @@ struct TrainConfig {
   int64_t threads = 0;      // 0: physical cores (OMP_NUM_THREADS wins when set)
   bool anomaly = false;     // name the first op producing a non-finite value
   bool deterministic = false;  // the same bits for any thread count (kernels::DeterministicScope)
+  // off, or contiguous / zigzag: under mpirun every rank holds its chunks of every sequence and
+  // attention runs round the ring (docs/distributed.md, "Sequence parallel training")
+  std::string sequence_parallel = "off";
   std::string time_budget;  // "" or a duration ("90s", "5m", "1.5h"): the step count is fixed from
                             // the measured speed so the run ends on time (Note [time budget])
 };

@@ -258,6 +258,9 @@ std::vector<Field> make_fields() {
       boolean("train.anomaly", "stop at the first non-finite value, naming the op and layer", REF(train.anomaly)),
       text("train.time_budget", "a duration (90s, 5m, 1.5h): the step count is fixed from the measured speed to end on time; train.steps bounds it",
            REF(train.time_budget)),
+      choice("train.sequence_parallel", "off, or under mpirun split every sequence over the ranks, attention by ring "
+             "attention: contiguous (rank r holds chunk r) or zigzag (chunks r and 2N-1-r: balanced under a causal mask)",
+             REF(train.sequence_parallel), same_names<std::string>({"off", "contiguous", "zigzag"})),
       boolean("train.deterministic", "bit-identical losses and weights for any train.threads (matmuls cut by shape; slower)",
               REF(train.deterministic)),
 

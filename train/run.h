@@ -70,6 +70,7 @@ struct Run {
   double elapsed_seconds = 0;  // training wall time before this process, from the checkpoint
   int64_t budget_steps = 0;    // the step count train.time_budget fixed (0: not fixed; Note [time budget])
   std::shared_ptr<GradientSync> grad_sync;  // made by the first train_step (train/grad_sync.h)
+  std::shared_ptr<struct SequenceSplit> sequence_split;  // train.sequence_parallel: this rank's share
   int64_t total_steps() const { return budget_steps > 0 ? budget_steps : recipe.train.steps; }
 };
 

@@ -9,6 +9,7 @@
 #include "framework/dist/comm.h"
 #include "framework/ops/elementwise.h"
 #include "optim/clip.h"
+#include "train/sequence_parallel.h"
 
 namespace tf::train {
 
@@ -44,10 +45,14 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
   }
   // Data parallel (docs/distributed.md): the step's grad_accum micro-batches are the same on any
   // number of ranks; rank r runs its consecutive share of them and skips the others' batches.
+  // Sequence parallel (train/sequence_parallel.h): every rank runs every micro-batch, on its columns.
   dist::Comm& comm = dist::Comm::world();
-  const int64_t accum = run.recipe.train.grad_accum, ranks = comm.size();
-  TF_CHECK_INPUT(accum % ranks == 0, ranks_message(accum, ranks));
-  const int64_t local_count = accum / ranks, first_local = comm.rank() * local_count;
+  const bool split = sequence_parallel(run.recipe);
+  const int64_t accum = run.recipe.train.grad_accum, ranks = comm.size(), sharing = split ? 1 : ranks;
+  TF_CHECK_INPUT(accum % sharing == 0, ranks_message(accum, ranks));
+  const int64_t local_count = accum / sharing, first_local = split ? 0 : comm.rank() * local_count;
+  if (split && !run.sequence_split)
+    run.sequence_split = std::make_shared<SequenceSplit>(split_sequences(run.recipe, comm));
   if (!run.grad_sync) {
     std::vector<Tensor> params;
     for (const auto& p : run.params) params.push_back(p.tensor);
@@ -64,14 +69,23 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
     if (local < 0 || local >= local_count) continue;
     // Dropout draws from a stream of each micro-batch's own (the step's generator forked by the
     // micro-batch's index), so that rank r's micro-batch draws what it would draw in one process.
+    // Sequence parallel ranks draw apart too: their masks cover different positions.
     Rng micro_rng = run.dropout_rng.fork(static_cast<uint64_t>(micro));
+    if (split) micro_rng = micro_rng.fork(static_cast<uint64_t>(comm.rank()));
     layers::Context micro_ctx = ctx;
     if (ctx.rng) micro_ctx.rng = &micro_rng;
+    Tensor inputs = batch.inputs, targets = batch.targets;
+    if (split) {  // this rank's columns; the loss is the mean of the ranks' equal shares
+      micro_ctx.shard = &run.sequence_split->shard;
+      inputs = columns(batch.inputs, run.sequence_split->positions);
+      targets = columns(batch.targets, run.sequence_split->positions);
+    }
     try {
       run.grad_sync->begin_micro(local, local_count);
-      const Tensor loss = run.model->loss(batch.inputs, batch.targets, batch.key_padding, micro_ctx);
+      const Tensor loss = run.model->loss(inputs, targets, batch.key_padding, micro_ctx);
       loss_sum += loss.item();
-      backward(accum == 1 ? loss : ops::scale(loss, 1.0 / accum));
+      const int64_t parts = accum * (split ? ranks : 1);
+      backward(parts == 1 ? loss : ops::scale(loss, 1.0 / static_cast<double>(parts)));
       run.grad_sync->end_micro(local, local_count);
     } catch (const Error& e) {
       run.grad_sync->abandon();
@@ -82,7 +96,7 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
   run.dropout_rng.next_u64();  // the next step's micro-batches fork from the next state
   comm.allreduce_sum(std::span<double>(&loss_sum, 1));
   StepResult result;
-  result.loss = loss_sum / accum;
+  result.loss = loss_sum / static_cast<double>(accum * (split ? ranks : 1));
   TF_CHECK_INPUT(std::isfinite(result.loss), "step ", run.step + 1, ": the training loss is ", result.loss,
                  "; stopping (no checkpoint of this state is written). Try a lower optim.lr, "
                  "or set train.anomaly: true to find the op");

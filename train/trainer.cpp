@@ -29,6 +29,7 @@
 #include "train/run_folder.h"
 #include "train/run.h"
 #include "train/sample.h"
+#include "train/sequence_parallel.h"
 #include "train/step.h"
 #include "train/threads.h"
 
@@ -171,7 +172,9 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   dist::SetupAgreement setup(comm);
   const int threads = configure_threads(recipe.train.threads);
   const fs::path dir = recipe.checkpoint.dir;
-  TF_CHECK_INPUT(recipe.train.grad_accum % comm.size() == 0, ranks_message(recipe.train.grad_accum, comm.size()));
+  check_sequence_parallel(recipe, comm.size());
+  TF_CHECK_INPUT(sequence_parallel(recipe) || recipe.train.grad_accum % comm.size() == 0,
+                 ranks_message(recipe.train.grad_accum, comm.size()));
 
   // Data and run: fresh from the recipe, or from a checkpoint (its tokenizer, its state).
   const Corpus corpus = load_corpus(recipe.data);

@@ -84,9 +84,9 @@ struct ChunkSizes {
 };
 
 struct RingAttentionNode : Node {
-  GradRef queries, keys, values;
-  Tensor q_chunks, kv_own;  // saved: Q chunk-major; this rank's K then V, chunk-major
-  Tensor out_chunks, lse_chunks;  // saved: the final O (chunk-major) and lse [chunk][B][H][C]
+  // Saved: the inputs and the output as they are (backward packs them into chunks again, so that
+  // nothing is stored twice), and the final lse [chunk][B][H][C].
+  Tensor queries, keys, values, out, lse_chunks;
   AttentionDims dims;             // of one chunk pair: q_len = kv_len = C
   Chunking chunking;
   Ring ring;
@@ -131,21 +131,35 @@ struct RingAttentionNode : Node {
   }
 };
 
+// This rank's block: its K chunks, then its V chunks, chunk-major.
+template <class T>
+Tensor pack_block(const Tensor& k, const Tensor& v, const AttentionDims& d, const Chunking& ch) {
+  Tensor block = Tensor::empty({ChunkSizes(d, ch).block}, k.dtype());
+  ch.copy(k.data<T>(), block.data<T>(), d.kv_heads, d.head_dim, true);
+  ch.copy(v.data<T>(), block.data<T>() + ch.chunks * ChunkSizes(d, ch).k, d.kv_heads, d.value_dim, true);
+  return block;
+}
+
+// x (B, heads, T_l, width) chunk-major.
+template <class T>
+Tensor pack(const Tensor& x, int64_t heads, int64_t width, const Chunking& ch) {
+  Tensor chunks = Tensor::empty({x.numel()}, x.dtype());
+  ch.copy(x.data<T>(), chunks.data<T>(), heads, width, true);
+  return chunks;
+}
+
 template <class T>
 void ring_forward(const Tensor& q, const Tensor& k, const Tensor& v, RingAttentionNode& n, Tensor& out) {
   const AttentionDims& d = n.dims;
   const Chunking& ch = n.chunking;
   const ChunkSizes size(d, ch);
-  T* qc = n.q_chunks.data<T>();
-  ch.copy(q.data<T>(), qc, d.heads, d.head_dim, true);
-  T* own = n.kv_own.data<T>();  // [K chunks][V chunks]
-  ch.copy(k.data<T>(), own, d.kv_heads, d.head_dim, true);
-  ch.copy(v.data<T>(), own + ch.chunks * size.k, d.kv_heads, d.value_dim, true);
-  T* o = n.out_chunks.data<T>();
+  const Tensor q_chunks = pack<T>(q, d.heads, d.head_dim, ch);
+  const T* qc = q_chunks.data<T>();
+  Tensor o_chunks = Tensor::zeros({ch.chunks * size.o}, q.dtype());
+  T* o = o_chunks.data<T>();
   T* lse = n.lse_chunks.data<T>();
-  std::fill(o, o + ch.chunks * size.o, T(0));
   std::fill(lse, lse + ch.chunks * size.lse, -std::numeric_limits<T>::infinity());
-  Tensor held = n.kv_own.clone(), arriving = Tensor::empty({size.block}, q.dtype());
+  Tensor held = pack_block<T>(k, v, d, ch), arriving = Tensor::empty({size.block}, q.dtype());
   Tensor o_b = Tensor::empty({size.o}, q.dtype()), lse_b = Tensor::empty({size.lse}, q.dtype());
   n.ring_steps<T>(
       held, arriving,
@@ -166,12 +180,12 @@ void ring_backward(RingAttentionNode& n, const Tensor& dout, Tensor& dq, Tensor&
   const Chunking& ch = n.chunking;
   const ChunkSizes size(d, ch);
   const DType dtype = dout.dtype();
-  Tensor dout_chunks = Tensor::empty({ch.chunks * size.o}, dtype);
-  ch.copy(dout.data<T>(), dout_chunks.data<T>(), d.heads, d.value_dim, true);
+  const Tensor dout_chunks = pack<T>(dout, d.heads, d.value_dim, ch);
+  const Tensor q_chunks = pack<T>(n.queries, d.heads, d.head_dim, ch), out_chunks = pack<T>(n.out, d.heads, d.value_dim, ch);
   Tensor dq_chunks = Tensor::zeros({ch.chunks * size.q}, dtype);
   // The travelling block and its gradient accumulators [dK chunks][dV chunks], in two messages: the
   // block leaves before its compute, the accumulators after it.
-  Tensor held = n.kv_own.clone(), arriving = Tensor::empty({size.block}, dtype);
+  Tensor held = pack_block<T>(n.keys, n.values, d, ch), arriving = Tensor::empty({size.block}, dtype);
   Tensor grads = Tensor::zeros({size.block}, dtype), grads_arriving = Tensor::empty({size.block}, dtype);
   Tensor dq_b = Tensor::empty({size.q}, dtype), dk_b = Tensor::empty({size.k}, dtype),
          dv_b = Tensor::empty({size.v}, dtype);
@@ -182,9 +196,9 @@ void ring_backward(RingAttentionNode& n, const Tensor& dout, Tensor& dq, Tensor&
       held, arriving,
       [&](int64_t qi, int64_t kj, const AttentionMask& mask) {
         attention_backward_kernel<T>(
-            {.dims = d, .mask = mask, .queries = n.q_chunks.data<T>() + qi * size.q,
+            {.dims = d, .mask = mask, .queries = q_chunks.data<T>() + qi * size.q,
              .keys = held.data<T>() + kj * size.k, .values = held.data<T>() + ch.chunks * size.k + kj * size.v,
-             .out = n.out_chunks.data<T>() + qi * size.o, .lse = n.lse_chunks.data<T>() + qi * size.lse,
+             .out = out_chunks.data<T>() + qi * size.o, .lse = n.lse_chunks.data<T>() + qi * size.lse,
              .dout = dout_chunks.data<T>() + qi * size.o, .dqueries = dq_b.data<T>(), .dkeys = dk_b.data<T>(),
              .dvalues = dv_b.data<T>()});
         add(dq_chunks.data<T>() + qi * size.q, dq_b, size.q);
@@ -279,16 +293,14 @@ Tensor ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, const R
   node->causal = options.causal;
   node->comm = &comm;
   const DType dtype = q.dtype();
-  node->q_chunks = Tensor::empty({q.numel()}, dtype);
-  node->kv_own = Tensor::empty({k.numel() + v.numel()}, dtype);
-  node->out_chunks = Tensor::empty({d.batch * d.heads * local * d.value_dim}, dtype);
   node->lse_chunks = Tensor::empty({d.batch * d.heads * local}, dtype);
   Tensor out = Tensor::empty({d.batch, d.heads, local, d.value_dim}, dtype);
   dispatch(dtype, [&](auto zero) { ring_forward<decltype(zero)>(q, k, v, *node, out); });
   if (needs_grad(q, k, v)) {
-    node->queries = GradRef(q);
-    node->keys = GradRef(k);
-    node->values = GradRef(v);
+    node->queries = q;
+    node->keys = k;
+    node->values = v;
+    node->out = out;
     record(std::move(node), {out});
   }
   return out;

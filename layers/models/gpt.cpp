@@ -22,7 +22,10 @@ Gpt::Gpt(const ModelConfig& c, Init& init) : config_(c) {
 Tensor Gpt::embed(const Tensor& ids, const Context& ctx, int64_t position_offset) const {
   TF_CHECK(ids.rank() == 2 && ids.dtype() == DType::i32, "Gpt: ids must be (B, T) i32, got ", ids.describe());
   const Tensor tokens = in_layer("token_embedding", [&] { return token_embedding.forward(ids); });
-  const Tensor x = in_layer("position_embedding", [&] { return position.add_to(tokens, position_offset); });  // (B, T, C)
+  const Tensor x = in_layer("position_embedding", [&] {  // (B, T, C); a shard's chunks at their own positions
+    return per_chunk(tokens, 1, ctx.shard, position_offset,
+                     [&](const Tensor& piece, int64_t start) { return position.add_to(piece, start); });
+  });
   return dropout(x, config_.dropout, ctx);
 }
 

@@ -14,41 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "dist/mpi_fixture.h"
 #include "train/run_compare.h"
-#include "train/run_fixture.h"
 
 namespace tf::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-// mpirun may run as root only when asked (CI and the fresh-Debian check run as root).
-void allow_root() {
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  ::setenv("OMP_NUM_THREADS", "1", 1);
-}
-
-std::vector<std::string> under_mpirun(int ranks, const std::vector<std::string>& args) {
-  std::vector<std::string> all = {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(ranks),
-                                  TAPEFORMER_BINARY};
-  all.insert(all.end(), args.begin(), args.end());
-  return all;
-}
-
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-Outcome run(const fs::path& dir, const std::string& name, int ranks, const std::vector<std::string>& args) {
-  allow_root();
-  const fs::path out = dir / (name + ".out"), err = dir / (name + ".err");
-  Child child(ranks > 0 ? under_mpirun(ranks, args) : args, out, err, {},
-              ranks > 0 ? TAPEFORMER_MPIRUN : TAPEFORMER_BINARY);
-  const int status = child.wait();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_file(out), read_file(err)};
-}
 
 class DataParallel : public ::testing::Test {
  protected:
