@@ -188,7 +188,9 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   if (init_from) check_fine_tune_changes(*init_from, recipe);
   // A fresh run claims its folder before any work: another run's files are refused or moved aside.
   const RunFolderContents earlier = run_folder_contents(dir);
-  if (!resume_from && !options.dry_run && !options.overwrite) claim_fresh_run_folder(dir, false, out);  // refuse early
+  // Rank 0 alone looks: the others could see the files rank 0 writes below (the setup agreement
+  // gives its refusal to every rank).
+  if (!resume_from && !options.dry_run && !options.overwrite && writer) claim_fresh_run_folder(dir, false, out);
   // A resumed or fine-tuned model keeps its checkpoint's tokenizer: its embedding rows are those ids.
   const std::optional<fs::path>& tokenizer_from = resume_from ? resume_from : init_from;
   std::unique_ptr<data::Tokenizer> tokenizer =

@@ -38,6 +38,9 @@ class SequenceParallel : public ::testing::Test {
     for (size_t i = 0; i < ma.size(); ++i)
       EXPECT_NEAR(number(ma[i], "train_loss"), number(mb[i], "train_loss"), tolerance * number(ma[i], "train_loss"))
           << "step " << i + 1;
+    expect_close_parameters(a, b, tolerance);
+  }
+  void expect_close_parameters(const std::string& a, const std::string& b, double tolerance) const {
     const H5Reader ra((dir_.path() / a / "ckpt_00000008.h5").string()), rb((dir_.path() / b / "ckpt_00000008.h5").string());
     double worst_of_all = 0;
     for (const std::string& name : ra.list("model")) {
@@ -70,6 +73,18 @@ TEST_F(SequenceParallel, ZigzagOnTwoRanksTrainsTheOneProcessModel) {
 // Learned positions and contiguous chunks, three micro-batches a step (both ranks run all three).
 TEST_F(SequenceParallel, ContiguousWithLearnedPositionsAndGradAccum) {
   expect_split_matches_one_process({"model.position=learned", "train.grad_accum=3"}, "contiguous");
+}
+
+// A one-process checkpoint continues split over 2 ranks (train.sequence_parallel may change on
+// --resume, with --accept-changes) and ends where the one-process run ends.
+TEST_F(SequenceParallel, AOneProcessRunResumesSplit) {
+  ASSERT_EQ(run(dir_.path(), "one", 0, args("one", {"model.position=rope", "checkpoint.interval=4"})).code, 0);
+  std::vector<std::string> resume = args("two", {"model.position=rope", "train.sequence_parallel=zigzag"});
+  resume.insert(resume.end(), {"--resume", (dir_.path() / "one" / "ckpt_00000004.h5").string(), "--accept-changes"});
+  const Outcome two = run(dir_.path(), "two", 2, resume);
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(two.out.find("resuming from"), std::string::npos) << two.out;
+  expect_close_parameters("one", "two", 2e-5);
 }
 
 TEST_F(SequenceParallel, RefusesWhatTheRingCannotRun) {
