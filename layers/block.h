@@ -34,10 +34,17 @@ struct TransformerBlock {
   TransformerBlock(const Options& options, Init& init);
   // x (B, T, C) -> (B, T, C). With `cache` (decoding: the layer's view of layers::KvCache), x holds
   // only the new positions, and attention reads and extends the cache; the norms and the MLP act on
-  // each position alone, so they need no state.
+  // each position alone, so they need no state. With ctx.recompute, while recording, the block
+  // keeps only x and runs again during backward (Note [recomputed blocks]).
   Tensor forward(const Tensor& x, const Tensor& key_padding, const Context& ctx,
                  const ops::KvBuffers* cache = nullptr) const;
   void parameters(ParamList& out, const std::string& prefix) const;
+
+ private:
+  // The two residual sublayers, recorded op by op.
+  Tensor forward_sublayers(const Tensor& x, const Tensor& key_padding, const Context& ctx,
+                           const ops::KvBuffers* cache) const;
+  friend struct RecomputedBlockNode;
 };
 
 }  // namespace tf::layers

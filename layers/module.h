@@ -87,6 +87,9 @@ struct Context {
   const std::vector<Tensor>* head_gates = nullptr;
   int64_t layer = -1;
   const SequenceShard* shard = nullptr;  // sequence parallel: this rank's chunks (see SequenceShard)
+  // train.recompute blocks: each transformer block keeps only its input and runs again during
+  // backward (Note [recomputed blocks] in layers/block.cpp); the same numbers, less memory.
+  bool recompute = false;
   uint64_t next_seed() const;       // a fresh dropout seed from rng
   Context in_block(int64_t i) const;  // this context with layer = i
   Tensor head_gate() const;           // head_gates[layer], or undefined without gates

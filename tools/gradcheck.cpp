@@ -136,10 +136,13 @@ int check_model(const ModelCheckOptions& o) {
               (long long)c.vocab_size, layers::position_encoding_name(c.position), c.pre_norm ? "pre-LN" : "post-LN",
               (long long)o.batch, (long long)o.seq_len, bert ? "masked-LM (padding, ignored targets)" : "causal LM",
               training ? ", dropout masks fixed by seed" : "", (long long)layers::count_parameters(params), o.perturb);
+  if (recipe.train.recompute == "blocks")
+    std::printf("train.recompute blocks: every block runs again during backward, its gradients from the replay\n");
   const GradcheckReport report = gradcheck(
       [&](const std::vector<Tensor>&) {
         Rng dropout_rng(recipe.train.seed + 2);
-        const layers::Context ctx{.training = training, .rng = &dropout_rng};
+        const layers::Context ctx{.training = training, .rng = &dropout_rng,
+                                  .recompute = recipe.train.recompute == "blocks"};
         return model->loss(batch.ids, batch.targets, batch.key_padding, ctx);
       },
       inputs, names);

@@ -28,7 +28,10 @@ RunPlan plan_run(const Recipe& r, int64_t corpus_bytes) {
   // (3d), attention output (d), projection input, MLP input, hidden before and after GELU (2F),
   // residual sums; the attention op keeps only a log-sum-exp per row, not T x T weights.
   const double per_token_layer = 10 * d + 2 * F + m.n_heads;
-  const double activations = 4.0 * B * T * (L * per_token_layer + 3 * V);  // + logits, their grad
+  // train.recompute blocks (Note [recomputed blocks] in layers/block.cpp): every block's input, and
+  // one block's activations while backward replays it.
+  const double kept_layers = r.train.recompute == "blocks" ? L * d + per_token_layer : L * per_token_layer;
+  const double activations = 4.0 * B * T * (kept_layers + 3 * V);  // + logits, their grad
   // Writing a checkpoint: the optimizer's state is copied (Optimizer::state()) and the whole file is
   // built in memory first (Note [writing through memory] in framework/io/hdf5_io.cpp): weights and
   // slots once more, and the slots again. It adds to the activations rather than taking turns with

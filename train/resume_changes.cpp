@@ -19,7 +19,7 @@ bool continuable(const std::string& key) {
   for (const char* prefix : {"schedule.", "eval.", "checkpoint.", "log.", "sample."})
     if (key.rfind(prefix, 0) == 0) return true;
   for (const char* exact : {"train.steps", "train.threads", "train.anomaly", "train.deterministic", "train.time_budget",
-                            "train.sequence_parallel",
+                            "train.sequence_parallel", "train.recompute",
                             "optim.lr", "data.cache_dir"})
     if (key == exact) return true;
   return false;

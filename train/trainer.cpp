@@ -272,6 +272,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   const double budget = *parse_duration(run.recipe.train.time_budget);
   double measure_from = 0;  // elapsed() when the measured steps began
   layers::Context ctx{true, &run.dropout_rng, nullptr};
+  ctx.recompute = run.recipe.train.recompute == "blocks";
   const int64_t tokens_per_step = run.recipe.train.grad_accum * run.recipe.train.batch_size * run.recipe.data.seq_len;
   TrainSummary summary;
   summary.final_step = run.step;

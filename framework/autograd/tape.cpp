@@ -90,9 +90,38 @@ LayerScope::~LayerScope() {
 }
 const std::string& layer_path() { return g_layer_path; }
 
-Tape& tape() {
-  thread_local Tape t;
-  return t;
+namespace {
+Tape*& current_tape() {
+  thread_local Tape main_tape;
+  thread_local Tape* current = &main_tape;
+  return current;
+}
+// ReplayScope's tapes, one per nesting depth, kept for the thread's life.
+thread_local std::vector<std::unique_ptr<Tape>> g_replay_tapes;
+thread_local size_t g_replay_depth = 0;
+}  // namespace
+
+Tape& tape() { return *current_tape(); }
+
+ReplayScope::ReplayScope() : previous_tape_(current_tape()), previous_grad_enabled_(g_grad_enabled) {
+  if (g_replay_tapes.size() <= g_replay_depth) g_replay_tapes.push_back(std::make_unique<Tape>());
+  current_tape() = g_replay_tapes[g_replay_depth++].get();
+  g_grad_enabled = true;
+}
+
+ReplayScope::~ReplayScope() {
+  current_tape()->clear();  // after an exception: what was recorded can never run
+  current_tape() = previous_tape_;
+  --g_replay_depth;
+  g_grad_enabled = previous_grad_enabled_;
+}
+
+void ReplayScope::backward(const Tensor& root, const Tensor& root_grad) {
+  const Node* outer = g_backward_node;
+  const size_t outer_position = g_backward_position;
+  if (root.requires_grad()) current_tape()->backward(root, root_grad);
+  g_backward_node = outer;  // anomaly mode names the replaying node again
+  g_backward_position = outer_position;
 }
 
 bool grad_enabled() { return g_grad_enabled; }

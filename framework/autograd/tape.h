@@ -115,7 +115,31 @@ class Tape {
   void* node_done_context_ = nullptr;
 };
 
-Tape& tape();  // this thread's tape
+Tape& tape();  // this thread's tape: the one ops record onto (a ReplayScope's, while one lives)
+
+// Recomputation (Note [recomputed blocks] in layers/block.cpp): a node's backward may run part of
+// the forward pass again, with grad on, onto a tape of its own, and run that tape's backward from
+// the result with the gradient the node received. The replayed ops add to the gradient slots of
+// the tensors they read (the node's saved input, the parameters) as the originals would have.
+//
+//   ReplayScope replay;                       // tape() is now an empty tape; grad mode is on
+//   const Tensor y = f(x);                    // recorded there
+//   replay.backward(y, take_output_grad());   // adds to x's and the parameters' gradients
+//
+// Scopes nest (a replayed forward may replay in turn); each depth keeps its tape, so a warm step
+// allocates nothing here.
+class ReplayScope {
+ public:
+  ReplayScope();
+  ~ReplayScope();
+  ReplayScope(const ReplayScope&) = delete;
+  ReplayScope& operator=(const ReplayScope&) = delete;
+  void backward(const Tensor& root, const Tensor& root_grad);
+
+ private:
+  Tape* previous_tape_;
+  bool previous_grad_enabled_;
+};
 
 // Grad mode: while a NoGradGuard lives, ops record nothing and outputs do not require grad.
 bool grad_enabled();

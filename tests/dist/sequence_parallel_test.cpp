@@ -12,6 +12,7 @@
 
 #include "framework/io/hdf5_io.h"
 #include "dist/mpi_fixture.h"
+#include "train/run_compare.h"
 
 namespace tf::testing {
 namespace {
@@ -85,6 +86,21 @@ TEST_F(SequenceParallel, AOneProcessRunResumesSplit) {
   ASSERT_EQ(two.code, 0) << two.err;
   EXPECT_NE(two.out.find("resuming from"), std::string::npos) << two.out;
   expect_close_parameters("one", "two", 2e-5);
+}
+
+// train.recompute blocks: each rank runs its blocks again during backward, ring attention included
+// (the ranks replay together, so its messages pair up as in the first run): the same bits as the
+// split run that keeps its activations.
+TEST_F(SequenceParallel, RecomputedBlocksGiveTheSameBits) {
+  const std::vector<std::string> split = {"model.position=rope", "train.sequence_parallel=zigzag"};
+  std::vector<std::string> recomputed = split;
+  recomputed.push_back("train.recompute=blocks");
+  const Outcome kept = run(dir_.path(), "kept", 2, args("kept", split));
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  const Outcome again = run(dir_.path(), "again", 2, args("again", recomputed));
+  ASSERT_EQ(again.code, 0) << again.err;
+  expect_same_parameters(dir_.path() / "kept" / "ckpt_00000008.h5", dir_.path() / "again" / "ckpt_00000008.h5");
+  expect_same_steps(dir_.path() / "kept" / "metrics.jsonl", dir_.path() / "again" / "metrics.jsonl", 8);
 }
 
 TEST_F(SequenceParallel, RefusesWhatTheRingCannotRun) {

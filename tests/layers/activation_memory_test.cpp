@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "framework/autograd/tape.h"
+#include "framework/ops/elementwise.h"
 #include "framework/ops/reduce.h"
 #include "framework/storage_pool.h"
 #include "layers/block.h"
 #include "model_fixtures.h"
+#include "support/compare.h"
 
 namespace tf::layers {
 namespace {
@@ -57,6 +59,46 @@ TEST_F(ActivationMemory, ABlockKeepsWhatItsBackwardsReadAndNothingElse) {
   size_t param_bytes = 0;
   for (const auto& p : params) param_bytes += p.tensor.nbytes();
   EXPECT_EQ(live_bytes() - before, unit + param_bytes) << "only the gradients of x and the parameters should remain";
+}
+
+// train.recompute blocks (Note [recomputed blocks] in layers/block.cpp): until backward the block
+// keeps nothing but its output (x is the caller's); backward runs it again and leaves the same
+// gradients, bit for bit, as the block that kept its activations, and nothing else behind.
+TEST_F(ActivationMemory, ARecomputedBlockKeepsOnlyItsOutputAndGivesTheSameGradients) {
+  const TransformerBlock block = make_block();
+  ParamList params;
+  block.parameters(params, "");
+  // kept: bytes held between forward and backward; left: bytes after backward besides the gradients.
+  auto gradients = [&](bool recompute, size_t* kept, size_t* left) {
+    const Tensor x = testing::random_normal({B, T, C}, 3).to(DType::f32).set_requires_grad();
+    Rng rng(5);
+    Context training{.training = true, .rng = &rng, .recompute = recompute};
+    const size_t before = live_bytes();
+    Tensor y = block.forward(x, Tensor(), training);
+    *kept = live_bytes() - before;
+    backward(ops::sum(ops::mul(y, y)));
+    y = Tensor();
+    size_t gradient_bytes = x.grad().nbytes();
+    for (const auto& p : params) gradient_bytes += p.tensor.grad().nbytes();
+    *left = live_bytes() - before - gradient_bytes;
+    std::vector<Tensor> out{x.grad()};
+    for (const auto& p : params) {
+      out.push_back(p.tensor.grad().clone());
+      Tensor(p.tensor).zero_grad();
+    }
+    return out;
+  };
+  size_t kept_plain = 0, kept_recomputed = 0, left_plain = 1, left_recomputed = 1;
+  const std::vector<Tensor> plain = gradients(false, &kept_plain, &left_plain);
+  const std::vector<Tensor> recomputed = gradients(true, &kept_recomputed, &left_recomputed);
+  EXPECT_EQ(kept_recomputed, B * T * C * sizeof(float));
+  EXPECT_GT(kept_plain, 13 * kept_recomputed);
+  ASSERT_EQ(plain.size(), recomputed.size());
+  for (size_t i = 0; i < plain.size(); ++i)
+    EXPECT_TRUE(tf::testing::all_close(plain[i], recomputed[i], 0, 0)) << (i == 0 ? "x" : params[i - 1].name);
+  EXPECT_EQ(tape().size(), 0u);
+  EXPECT_EQ(left_plain, 0u);
+  EXPECT_EQ(left_recomputed, 0u) << "the replay left activations behind";
 }
 
 // Without recording, each activation dies with its last use: only the output remains.
