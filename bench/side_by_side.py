@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs benchmark commands alternately, round after round, so that a noisy machine's drift falls on
 all of them alike, and collects the JSON line each prints. Shared by bench/data_parallel.py and
-bench/ring_attention.py."""
+bench/ring_attention.py; bench/long_sequence.py uses its arguments and mpirun."""
 import argparse
 import json
 import os

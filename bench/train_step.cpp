@@ -10,6 +10,7 @@
 //   bench_train_step --decode [--kv-cache] --decode-tokens 256  # config B, batch 1, greedy
 //   bench_train_step --config B --profile cpu                   # and seconds per op on stderr
 //   bench_train_step --config A --vs-deterministic 5            # train.deterministic's cost
+//   bench_train_step --config B --vs-recompute 5                # train.recompute blocks' cost
 //
 // Configs A..E: bench/bench_configs.h.
 //
@@ -107,6 +108,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   std::string profile;        // "", "wall" or "cpu": the timed steps' per-op table on stderr
   bool deterministic = false; // train.deterministic's kernels (kernels::DeterministicScope)
+  bool recompute = false;     // train.recompute blocks (Note [recomputed blocks] in layers/block.cpp)
 };
 
 // Warmup steps, then `steps` timed steps of the trainer's step: forward, loss, backward, clip to
@@ -129,7 +131,8 @@ double run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
 
   RandomBatches batches(b, o.seed + 100);
   const RandomBatches::Batch first = batches.next();
-  const layers::Context ctx{true, nullptr, nullptr};  // training, dropout 0: no generator needed
+  // Training, dropout 0: no generator needed.
+  const layers::Context ctx{.training = true, .recompute = o.recompute};
   std::vector<double> step_seconds, losses;
   Clock::time_point timed_start = Clock::now();
   for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
@@ -165,28 +168,30 @@ double run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
       "\"layers\": %lld, \"heads\": %lld, \"seq\": %lld, \"batch\": %lld, \"threads\": %d, \"steps\": %lld, "
       "\"warmup\": %lld, \"params\": %lld, \"non_embedding_params\": %lld, \"flops_per_token\": %.0f, "
       "\"tokens_per_s\": %.2f, \"step_s_median\": %.6f, \"model_gflops\": %.3f, \"peak_rss_mb\": %.1f, "
-      "\"loss_first\": %.6f, \"loss_last\": %.6f, \"deterministic\": %s}\n",
+      "\"loss_first\": %.6f, \"loss_last\": %.6f, \"deterministic\": %s, \"recompute\": %s}\n",
       b.name.c_str(), b.arch.c_str(), (long long)b.d_model, (long long)b.layers, (long long)b.heads,
       (long long)b.seq, (long long)b.batch, threads, (long long)o.steps, (long long)o.warmup, (long long)params,
       (long long)non_embedding, flops_per_token, tokens_per_s, median(step_seconds),
       tokens_per_s * flops_per_token * 1e-9, peak_rss_mb(), losses.empty() ? 0.0 : losses.front(),
-      losses.empty() ? 0.0 : losses.back(), o.deterministic ? "true" : "false");
+      losses.empty() ? 0.0 : losses.back(), o.deterministic ? "true" : "false", o.recompute ? "true" : "false");
   return tokens_per_s;
 }
 
-// train.deterministic's cost: default and deterministic runs alternated `rounds` times in this
-// process (a noisy machine slows both alike), and the median of the per-round throughput ratios.
-void run_deterministic_ratio(const BenchConfig& b, TrainOptions o, int threads, int rounds) {
+// An option's cost (train.deterministic, train.recompute): default runs and runs with `option` on
+// alternated `rounds` times in this process (a noisy machine slows both alike), and the median of the
+// per-round throughput ratios.
+void run_option_ratio(const BenchConfig& b, TrainOptions o, int threads, int rounds, const char* name,
+                      bool TrainOptions::*option) {
   std::vector<double> ratios;
   for (int round = 0; round < rounds; ++round) {
-    o.deterministic = false;
+    o.*option = false;
     const double usual = run_train(b, o, threads);
-    o.deterministic = true;
+    o.*option = true;
     ratios.push_back(run_train(b, o, threads) / usual);
   }
-  std::printf("{\"mode\": \"deterministic_ratio\", \"config\": \"%s\", \"threads\": %d, \"rounds\": %d, "
-              "\"deterministic_over_default_median\": %.4f, \"min\": %.4f, \"max\": %.4f}\n",
-              b.name.c_str(), threads, rounds, median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+  std::printf("{\"mode\": \"%s_ratio\", \"config\": \"%s\", \"threads\": %d, \"rounds\": %d, "
+              "\"%s_over_default_median\": %.4f, \"min\": %.4f, \"max\": %.4f}\n",
+              name, b.name.c_str(), threads, rounds, name, median(ratios), *std::min_element(ratios.begin(), ratios.end()),
               *std::max_element(ratios.begin(), ratios.end()));
 }
 
@@ -289,6 +294,10 @@ int main(int argc, char** argv) {
   app.add_option("--vs-deterministic", deterministic_rounds,
                  "alternate default and --deterministic runs this many times; print the median throughput ratio")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--recompute", train.recompute, "train.recompute blocks: every block runs again during backward");
+  int recompute_rounds = 0;
+  app.add_option("--vs-recompute", recompute_rounds,
+                 "alternate default and --recompute runs this many times; print the median throughput ratio");
   app.add_option("--threads", threads, "OpenMP threads; 0: physical cores (OMP_NUM_THREADS wins)")->capture_default_str();
   app.add_flag("--sgemm", sgemm, "measure the best sgemm GFLOP/s (oneDNN and OpenBLAS) instead of training");
   app.add_option("--sgemm-n", sgemm_n, "sgemm size n (n x n x n)")->check(CLI::PositiveNumber)->capture_default_str();
@@ -313,7 +322,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (deterministic_rounds > 0) {
-      run_deterministic_ratio(b, train, n_threads, deterministic_rounds);
+      run_option_ratio(b, train, n_threads, deterministic_rounds, "deterministic", &TrainOptions::deterministic);
+      return 0;
+    }
+    if (recompute_rounds > 0) {
+      run_option_ratio(b, train, n_threads, recompute_rounds, "recompute", &TrainOptions::recompute);
       return 0;
     }
     run_train(b, train, n_threads);

@@ -55,7 +55,7 @@ struct TrainConfig {
   // attention runs round the ring (docs/distributed.md, "Sequence parallel training")
   std::string sequence_parallel = "off";
   // off, or blocks: each transformer block keeps only its input and runs again during backward
-  // (Note [recomputed blocks] in layers/block.cpp): the same numbers, less memory, ~1/3 more time
+  // (Note [recomputed blocks] in layers/block.cpp): the same numbers, less memory, ~1/4 more time
   std::string recompute = "off";
   std::string time_budget;  // "" or a duration ("90s", "5m", "1.5h"): the step count is fixed from
                             // the measured speed so the run ends on time (Note [time budget])

@@ -262,7 +262,7 @@ std::vector<Field> make_fields() {
              "attention: contiguous (rank r holds chunk r) or zigzag (chunks r and 2N-1-r: balanced under a causal mask)",
              REF(train.sequence_parallel), same_names<std::string>({"off", "contiguous", "zigzag"})),
       choice("train.recompute", "off, or blocks: each transformer block keeps only its input and runs again during backward "
-             "(activation recomputation): the same numbers with less memory, for about a third more time per step",
+             "(activation recomputation): the same numbers with less memory, for about a quarter more time per step",
              REF(train.recompute), same_names<std::string>({"off", "blocks"})),
       boolean("train.deterministic", "bit-identical losses and weights for any train.threads (matmuls cut by shape; slower)",
               REF(train.deterministic)),

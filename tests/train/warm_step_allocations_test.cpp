@@ -248,6 +248,7 @@ void expect_warm_steps_make_none_of_our_own(std::vector<std::string> more) {
   train::Run run = build_run(recipe, train_tokenizer(recipe.data, corpus.train, recipe.model.arch));
   Batches batches(run.recipe, *run.tokenizer, tokenize(run, corpus.train), 1);
   layers::Context ctx{true, &run.dropout_rng, nullptr};
+  ctx.recompute = run.recipe.train.recompute == "blocks";  // as the trainer sets it
 
   for (int i = 0; i < 4; ++i) train_step(run, batches, ctx);  // warm-up: pools fill, primitives are made
   constexpr int kSteps = 3;
@@ -283,6 +284,11 @@ TEST(WarmStepAllocations, GptStepMakesNoneOfOurOwn) { expect_warm_steps_make_non
 TEST(WarmStepAllocations, EveryMixerStepMakesNoneOfOurOwn) {
   expect_warm_steps_make_none_of_our_own(
       {"model.n_layers=4", "model.mixer=[differential, mamba, linear, attention]", "model.mamba_state=4"});
+}
+
+// train.recompute blocks: the recomputed block's node and the replay tapes are reused too.
+TEST(WarmStepAllocations, RecomputedStepMakesNoneOfOurOwn) {
+  expect_warm_steps_make_none_of_our_own({"train.recompute=blocks"});
 }
 
 }  // namespace
