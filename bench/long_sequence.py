@@ -8,12 +8,17 @@ printed against the limit:
 
   1. one process at T0 and at 2 T0, as a user runs it (train.recompute off);
   2. one process at T0 and 2 T0 with train.recompute blocks (what recomputation alone buys);
-  3. N ranks, train.sequence_parallel zigzag and train.recompute blocks, at 4 N T0.
+  3. N ranks, train.sequence_parallel zigzag and train.recompute blocks, at 4 N T0 (or --split-len).
+
+From the two points of 1., a line gives the longest T one process fits under the limit (the fixed
+part plus a cost per token), and the split run's T is printed as a multiple of it.
 
 With the defaults (L 16, T0 4096, N 2, limit 700 MiB) one process holds T0 but not 2 T0, and each of
-the 2 ranks holds 8 T0 = 32,768. Needs the Brown corpus (scripts/setup.sh --corpus) and mpirun.
+the 2 ranks holds 8 T0 = 32,768; with --layers 24 --limit-mib 900 --split-len 36864 the 2 ranks hold
+8.85 times the longest T one process fits (docs/distributed.md). Needs the Brown corpus
+(scripts/setup.sh --corpus) and mpirun.
 
-  bench/long_sequence.py [--layers 16] [--t0 4096] [--ranks 2] [--limit-mib 700]
+  bench/long_sequence.py [--layers 16] [--t0 4096] [--ranks 2] [--limit-mib 700] [--split-len T]
 """
 import json
 import os
@@ -63,10 +68,11 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         return child(sys.argv[2:])
     o = arguments(__doc__, 1, [("--layers", 16, int), ("--t0", 4096, int), ("--ranks", 2, int),
-                               ("--limit-mib", 700.0, float)])
+                               ("--limit-mib", 700.0, float), ("--split-len", 0, int)])
+    split_len = o.split_len or 4 * o.ranks * o.t0
     runs = [("one process", 1, o.t0, False), ("one process", 1, 2 * o.t0, False),
             ("one process, recompute", 1, o.t0, True), ("one process, recompute", 1, 2 * o.t0, True),
-            (f"{o.ranks} ranks zigzag, recompute", o.ranks, 4 * o.ranks * o.t0, True)]
+            (f"{o.ranks} ranks zigzag, recompute", o.ranks, split_len, True)]
     results = []
     with tempfile.TemporaryDirectory() as work:
         for i, (label, ranks, seq_len, recompute) in enumerate(runs):
@@ -75,7 +81,15 @@ def main():
             print(f"{label:<28} T {seq_len:>7,}: peak RSS {', '.join(f'{p:,.0f}' for p in peaks)} MiB "
                   f"({'within' if fits else 'over'} {o.limit_mib:,.0f} MiB)", flush=True)
             results.append({"run": label, "ranks": ranks, "seq_len": seq_len, "peak_rss_mib": peaks, "fits": fits})
-    print(json.dumps({"bench": "long_sequence", "layers": o.layers, "limit_mib": o.limit_mib, "runs": results}))
+    # One process: peak = fixed + per_token T, through the two measured points.
+    (a,), (b,) = results[0]["peak_rss_mib"], results[1]["peak_rss_mib"]
+    per_token = (b - a) / o.t0
+    longest = o.t0 + (o.limit_mib - a) / per_token
+    print(f"one process: {per_token * 1024:.1f} KiB per token above {a - per_token * o.t0:.0f} MiB, so it fits "
+          f"T {longest:,.0f} under {o.limit_mib:,.0f} MiB; the split run's T {split_len:,} is {split_len / longest:.2f} "
+          f"times that (4 N = {4 * o.ranks})")
+    print(json.dumps({"bench": "long_sequence", "layers": o.layers, "limit_mib": o.limit_mib, "runs": results,
+                      "one_process_longest": round(longest), "split_over_longest": round(split_len / longest, 3)}))
 
 
 if __name__ == "__main__":
