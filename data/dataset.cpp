@@ -85,7 +85,7 @@ uint64_t fnv1a64(std::string_view bytes, uint64_t hash) {
   return hash;
 }
 
-TokenIds tokenize_cached(std::string_view text, const Tokenizer& tokenizer, const fs::path& cache_dir) {
+TokenIds tokenize_cached(std::string_view text, const Tokenizer& tokenizer, const fs::path& cache_dir, bool write) {
   // The text's length and a separator keep (text, tokenizer) pairs from colliding by concatenation.
   uint64_t key = fnv1a64(std::to_string(text.size()) + "\n");
   key = fnv1a64(text, key);
@@ -103,6 +103,7 @@ TokenIds tokenize_cached(std::string_view text, const Tokenizer& tokenizer, cons
   }
   result.source = existed ? CacheSource::rebuilt : CacheSource::miss;
   result.ids = tokenizer.encode(text);
+  if (!write) return result;
   fs::create_directories(cache_dir, ec);
   TF_CHECK_INPUT(!ec, "token cache: cannot create '", cache_dir.string(), "': ", ec.message());
   write_cache(result.file, key, result.ids);

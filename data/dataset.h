@@ -38,6 +38,8 @@ uint64_t fnv1a64(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ull);
 
 // tokenizer.encode(text), read from cache_dir when a valid cache file exists, else computed and
 // written there (atomically: a temporary file, then a rename). cache_dir is created if needed.
-TokenIds tokenize_cached(std::string_view text, const Tokenizer& tokenizer, const std::filesystem::path& cache_dir);
+// `write` false (train --dry-run, which writes nothing): a valid cache file is read, none is written.
+TokenIds tokenize_cached(std::string_view text, const Tokenizer& tokenizer, const std::filesystem::path& cache_dir,
+                         bool write = true);
 
 }  // namespace tf::data

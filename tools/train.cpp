@@ -51,8 +51,19 @@ void add_train_command(CLI::App& app, int& exit_code) {
           ->expected(0, 1);
   cmd->add_flag("--overwrite", overwrite,
                 "Start afresh in a run folder that holds an earlier run: its files move into "
-                "previous-<time>/ inside the folder (nothing is deleted)")
-      ->excludes(resume_opt);
+                "previous-<time>/ inside the folder (nothing is deleted). With --resume CKPT of an earlier "
+                "step: the run's later checkpoints and metrics records move there, and the run continues");
+  static std::string branch;
+  cmd->add_option("--branch", branch,
+                  "With --resume: continue the run from its checkpoint in the new run folder DIR, leaving the "
+                  "run's own folder as it is (e.g. a learning-rate experiment from an earlier checkpoint)")
+      ->needs(resume_opt)
+      ->excludes("--overwrite");
+  static std::string more;
+  cmd->add_option("--more", more,
+                  "With --resume: train the run for this much more time (90s, 5m, 1.5h), measuring its speed "
+                  "and fixing the step count as train.time_budget does")
+      ->needs(resume_opt);
   static std::string init_from;
   cmd->add_option("--init-from", init_from,
                   "Fine-tune: start a new run (step 0, fresh optimizer) from the weights and tokenizer of CKPT "
@@ -76,6 +87,12 @@ void add_train_command(CLI::App& app, int& exit_code) {
     options.program = program_as_typed(cmd->get_parent()->get_name());
     if (resume_opt->count() > 0) options.resume = resume;
     if (!init_from.empty()) options.init_from = init_from;
+    if (!branch.empty()) options.branch = branch;
+    if (!more.empty()) {
+      const std::optional<double> seconds = train::parse_duration(more);
+      TF_CHECK_INPUT(seconds && *seconds > 0, "--more: expected a duration such as 90s, 5m or 1.5h, got '", more, "'");
+      options.more_seconds = *seconds;
+    }
     const train::TrainSummary summary = train::train(recipe, options);
     if (recipe.log.report && !dry_run && !summary.last_checkpoint.empty() && dist::Comm::world().rank() == 0)
       std::cout << "report: " << inspect::write_run_report(recipe.checkpoint.dir).string() << "\n";

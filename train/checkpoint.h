@@ -43,6 +43,8 @@ std::string checkpoint_tokenizer(const std::filesystem::path& file);
 // The id of the run that wrote the checkpoint ("" for checkpoints from before run ids), read without
 // loading anything else (train/run_folder.h).
 std::string checkpoint_run_id(const std::filesystem::path& file);
+// The optimizer steps a checkpoint's run had completed, read without loading anything else.
+int64_t checkpoint_step(const std::filesystem::path& file);
 
 // runs/x/ckpt_000500.h5 naming, the finished checkpoints of a folder as (step, path) oldest first,
 // and the newest one. Pruning and choosing what to resume: train/run_folder.h.

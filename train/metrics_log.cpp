@@ -36,7 +36,9 @@ struct LineScanner {
   }
 };
 
-bool parse_record(const std::string& line, MetricsRecord& record) {
+}  // namespace
+
+bool parse_metrics_line(const std::string& line, MetricsRecord& record) {
   LineScanner s{line};
   if (!s.take('{')) return false;
   if (s.take('}')) return true;
@@ -62,8 +64,6 @@ bool parse_record(const std::string& line, MetricsRecord& record) {
   return s.at == line.size();
 }
 
-}  // namespace
-
 double MetricsRecord::number(const std::string& key) const {
   const auto it = numbers.find(key);
   return it == numbers.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
@@ -80,7 +80,7 @@ std::vector<MetricsRecord> read_metrics_log(const std::filesystem::path& file) {
   for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1, ++line_number) {
     const std::string line = text.substr(start, end - start);
     MetricsRecord record;
-    TF_CHECK_INPUT(parse_record(line, record), file.string(), ":", line_number,
+    TF_CHECK_INPUT(parse_metrics_line(line, record), file.string(), ":", line_number,
                    ": not a metrics record (one JSON object of numbers, nulls and strings per line): '",
                    line.substr(0, 80), "'");
     records.push_back(std::move(record));

@@ -15,6 +15,9 @@ struct MetricsRecord {
   double number(const std::string& key) const;  // NaN when absent or null
 };
 
+// One line (without its newline) as a record; false when it is not such an object.
+bool parse_metrics_line(const std::string& line, MetricsRecord& record);
+
 // Throws InputError naming the file and line for a line that is not such an object.
 std::vector<MetricsRecord> read_metrics_log(const std::filesystem::path& file);
 

@@ -98,9 +98,11 @@ void Progress::finish() {
 
 void print_run_report(std::ostream& out, const RunReport& r) {
   char line[256];
-  std::snprintf(line, sizeof line, "%s: %lld steps in %s, %.1fk tokens/s on %d thread%s",
+  const std::string ranks = r.ranks > 1 ? std::to_string(r.ranks) + " ranks x " : "";
+  std::snprintf(line, sizeof line, "%s: %lld steps in %s, %.1fk tokens/s on %s%d thread%s%s",
                 r.interrupted ? "stopped" : "done", static_cast<long long>(r.steps_done), clock(r.wall_seconds).c_str(),
-                r.tokens_per_second / 1000, r.threads, r.threads == 1 ? "" : "s");
+                r.tokens_per_second / 1000, ranks.c_str(), r.threads, r.threads == 1 ? "" : "s",
+                r.ranks > 1 ? " each" : "");
   out << "\n" << line << "\n";
   if (r.last_eval) {
     if (r.causal && std::isfinite(r.last_eval->bits_per_char))

@@ -47,6 +47,7 @@ struct RunReport {
   double wall_seconds = 0;
   double tokens_per_second = 0;
   int threads = 0;
+  int ranks = 1;                        // processes under mpirun
   std::optional<EvalResult> last_eval;  // none when eval.interval is 0
   double baseline = 0;                  // GPT: unigram bits/char of the validation text; BERT: most-frequent accuracy
   double own_token_baseline = 0;        // BERT: accuracy from each position's own input token (MaskedBaselines)

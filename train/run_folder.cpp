@@ -76,18 +76,28 @@ std::string utc_stamp() {
 
 }  // namespace
 
+fs::path make_previous_folder(const fs::path& dir) {
+  const std::string stamp = utc_stamp();
+  fs::path aside = dir / ("previous-" + stamp);
+  std::error_code ec;
+  for (int n = 2; fs::exists(aside, ec); ++n) aside = dir / ("previous-" + stamp + "-" + std::to_string(n));
+  fs::create_directory(aside, ec);
+  TF_CHECK_INPUT(!ec, "cannot create '", aside.string(), "' (to move earlier files aside): ", ec.message());
+  return aside;
+}
+
 void claim_fresh_run_folder(const fs::path& dir, bool overwrite, std::ostream& out) {
   const RunFolderContents held = run_folder_contents(dir);
   if (held.empty()) return;
-  TF_CHECK_INPUT(overwrite, "checkpoint.dir '", dir.string(), "' already holds a run: ", held.describe(),
+  // Files of a run that never wrote a checkpoint (it failed or was killed before its first one) hold
+  // nothing to continue: they move aside without being asked, so they never block the next run.
+  const bool unfinished = held.checkpoints.empty();
+  TF_CHECK_INPUT(overwrite || unfinished, "checkpoint.dir '", dir.string(), "' already holds a run: ", held.describe(),
                  ". Continue it with --resume, start afresh there with --overwrite (moves those files into ",
                  (dir / "previous-<time>").string(), "/, deleting nothing), or choose another folder with ",
                  "--set checkpoint.dir=...");
-  fs::path aside = dir / ("previous-" + utc_stamp());
-  for (int n = 2; fs::exists(aside); ++n) aside = dir / ("previous-" + utc_stamp() + "-" + std::to_string(n));
+  const fs::path aside = make_previous_folder(dir);
   std::error_code ec;
-  fs::create_directory(aside, ec);
-  TF_CHECK_INPUT(!ec, "--overwrite: cannot create '", aside.string(), "': ", ec.message());
   size_t moved = 0;
   for (const auto* files : {&held.checkpoints, &held.other_files})
     for (const fs::path& f : *files) {
@@ -96,8 +106,12 @@ void claim_fresh_run_folder(const fs::path& dir, bool overwrite, std::ostream& o
                      " (", moved, " files moved so far; nothing was deleted)");
       ++moved;
     }
-  out << "--overwrite: moved the earlier run's " << moved << " files (" << held.describe() << ") into "
-      << aside.string() << "/\n";
+  if (overwrite)
+    out << "--overwrite: moved the earlier run's " << moved << " files (" << held.describe() << ") into "
+        << aside.string() << "/\n";
+  else
+    out << dir.string() << " held files of a run that wrote no checkpoint (" << held.describe()
+        << "): nothing to continue, so they moved into " << aside.string() << "/\n";
 }
 
 fs::path resume_checkpoint(const fs::path& dir) {

@@ -31,6 +31,12 @@ RunFolderContents run_folder_contents(const std::filesystem::path& dir);
 // dir/previous-<UTC time>/ and says so on `out`. Nothing is ever deleted.
 void claim_fresh_run_folder(const std::filesystem::path& dir, bool overwrite, std::ostream& out);
 
+// "dir/previous-20261203-201500" (with "-2", "-3" when taken): a new folder for files moved aside.
+std::filesystem::path make_previous_folder(const std::filesystem::path& dir);
+
+// "dir/previous-20261203-201500" (with "-2", "-3" when taken): a new folder for files moved aside.
+std::filesystem::path make_previous_folder(const std::filesystem::path& dir);
+
 // --resume without a path: the newest checkpoint of the folder's run. InputError when the folder has
 // none, or holds checkpoints of more than one run (then the user names one).
 std::filesystem::path resume_checkpoint(const std::filesystem::path& dir);

@@ -22,11 +22,14 @@
 #include "layers/models/gpt.h"
 #include "data/dataset.h"
 #include "train/checkpoint.h"
+#include "train/continuation.h"
 #include "train/evaluate.h"
+#include "train/interrupt.h"
 #include "train/plan.h"
 #include "train/progress.h"
 #include "train/resume_changes.h"
 #include "train/run_folder.h"
+#include "train/run_history.h"
 #include "train/run.h"
 #include "train/sample.h"
 #include "train/sequence_parallel.h"
@@ -39,29 +42,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-
-void on_sigint(int) {
-  g_interrupted = true;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
-}
-
-// The training loop's process-wide settings, restored on every way out (errors included): the
-// Ctrl-C handler (which sets a flag the loop reads; a library caller keeps its own), anomaly
+// The training loop's process-wide settings, restored on every way out (errors included): Ctrl-C
+// handling (train/interrupt.h; a library caller keeps its own handler afterwards), anomaly
 // detection and deterministic kernels.
 struct LoopScope {
-  using Handler = void (*)(int);
-  Handler previous;
+  InterruptScope interrupts;
   kernels::DeterministicScope deterministic;
   LoopScope(bool anomaly, bool deterministic_kernels) : deterministic(deterministic_kernels) {
-    g_interrupted = false;
-    previous = std::signal(SIGINT, on_sigint);
     set_anomaly_detection(anomaly);
   }
-  ~LoopScope() {
-    std::signal(SIGINT, previous);
-    set_anomaly_detection(false);
-  }
+  ~LoopScope() { set_anomaly_detection(false); }
   LoopScope(const LoopScope&) = delete;
   LoopScope& operator=(const LoopScope&) = delete;
 };
@@ -162,7 +152,7 @@ int64_t budget_total_steps(const BudgetMeasure& m) {
   return std::clamp<int64_t>(m.step + static_cast<int64_t>(std::min(more, 1e15)), m.step, m.max_steps);
 }
 
-TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
+TrainSummary train(const Recipe& given, const TrainOptions& options) {
   // Under mpirun (docs/distributed.md) every rank runs this function; rank 0 alone prints and writes
   // files. Setup runs under an agreement, so bad input stops every rank with one message.
   dist::Comm& comm = dist::Comm::world();
@@ -170,27 +160,43 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   std::ostream silent(nullptr);
   std::ostream& out = !writer ? silent : options.out ? *options.out : std::cout;
   dist::SetupAgreement setup(comm);
+  // --branch continues the run in another folder: that folder is the run's checkpoint.dir from here.
+  Recipe branched = given;
+  if (options.branch) branched.checkpoint.dir = *options.branch;
+  const Recipe& recipe = branched;
   const int threads = configure_threads(recipe.train.threads);
   const fs::path dir = recipe.checkpoint.dir;
   check_sequence_parallel(recipe, comm.size());
   TF_CHECK_INPUT(sequence_parallel(recipe) || recipe.train.grad_accum % comm.size() == 0,
                  ranks_message(recipe.train.grad_accum, comm.size()));
-
-  // Data and run: fresh from the recipe, or from a checkpoint (its tokenizer, its state).
-  const Corpus corpus = load_corpus(recipe.data);
   TF_CHECK_INPUT(!(options.resume && options.init_from), "--init-from starts a new run from a checkpoint's weights; "
                  "--resume continues a run: give one of them");
+  TF_CHECK_INPUT(options.resume || (!options.branch && options.more_seconds == 0),
+                 options.branch ? "--branch" : "--more", " continues a run: give --resume too");
+  TF_CHECK_INPUT(!(options.branch && options.overwrite), "--branch continues in a new folder and leaves ",
+                 given.checkpoint.dir, " as it is; --overwrite moves that folder's later history aside: give one");
+
+  // Everything about the run folder and the checkpoints is checked before the data is read.
   std::optional<fs::path> resume_from;
-  if (options.resume) resume_from = options.resume->empty() ? resume_checkpoint(dir) : fs::path(*options.resume);
-  if (resume_from) check_resume_changes(*resume_from, recipe, options.accept_changes, out);
+  if (options.resume)
+    resume_from = options.resume->empty() ? resume_checkpoint(given.checkpoint.dir) : fs::path(*options.resume);
+  std::optional<LaterHistory> later;  // this run's history in dir past the resume step
+  if (resume_from) {
+    check_resume_changes(*resume_from, given, options.accept_changes || options.more_seconds > 0, out);
+    later = check_resume_folder(dir, *resume_from, options.overwrite, options.branch.has_value());
+  }
   std::optional<fs::path> init_from;
   if (options.init_from) init_from = checkpoint_argument(*options.init_from);
   if (init_from) check_fine_tune_changes(*init_from, recipe);
-  // A fresh run claims its folder before any work: another run's files are refused or moved aside.
+  // A fresh run (or a branch) claims its folder before any work: another run's files are refused or
+  // moved aside. Rank 0 alone looks: the others could see the files rank 0 writes below (the setup
+  // agreement gives its refusal to every rank).
   const RunFolderContents earlier = run_folder_contents(dir);
-  // Rank 0 alone looks: the others could see the files rank 0 writes below (the setup agreement
-  // gives its refusal to every rank).
-  if (!resume_from && !options.dry_run && !options.overwrite && writer) claim_fresh_run_folder(dir, false, out);
+  const bool fresh_folder = !resume_from || options.branch;
+  if (fresh_folder && !options.dry_run && !options.overwrite && writer) claim_fresh_run_folder(dir, false, out);
+
+  // Data and run: fresh from the recipe, or from a checkpoint (its tokenizer, its state).
+  const Corpus corpus = load_corpus(recipe.data);
   // A resumed or fine-tuned model keeps its checkpoint's tokenizer: its embedding rows are those ids.
   const std::optional<fs::path>& tokenizer_from = resume_from ? resume_from : init_from;
   std::unique_ptr<data::Tokenizer> tokenizer =
@@ -201,41 +207,47 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   Recipe planned = recipe;
   planned.model.vocab_size = tokenizer->vocab_size();
   const RunPlan plan = plan_run(planned, static_cast<int64_t>(corpus.train.size() + corpus.val.size()));
-  std::vector<int32_t> train_ids = data::tokenize_cached(corpus.train, *tokenizer, recipe.data.cache_dir).ids;
-  std::vector<int32_t> val_ids = data::tokenize_cached(corpus.val, *tokenizer, recipe.data.cache_dir).ids;
+  // A dry run writes nothing: it reads a valid token cache, and writes none.
+  const bool write_cache = !options.dry_run;
+  std::vector<int32_t> train_ids = data::tokenize_cached(corpus.train, *tokenizer, recipe.data.cache_dir, write_cache).ids;
+  std::vector<int32_t> val_ids = data::tokenize_cached(corpus.val, *tokenizer, recipe.data.cache_dir, write_cache).ids;
   check_token_counts(recipe, train_ids.size(), val_ids.size());
+  // A run that cannot fit is refused before anything is allocated (or any earlier run moved aside).
+  const double memory = machine_memory_bytes();
+  const std::string too_large =
+      memory <= 0 || plan.peak_bytes <= memory
+          ? ""
+          : concat("the run needs about ", gibibytes(plan.peak_bytes), " GiB (", plan.parameters,
+                   " parameters, from model.d_model, model.n_layers, model.d_ff and the vocabulary, with their "
+                   "gradients and optimizer state; activations from train.batch_size and data.seq_len), more than "
+                   "this machine's ", gibibytes(memory), " GiB of memory: make the model or the batch smaller "
+                   "(train --dry-run prints the plan)");
   if (options.dry_run) {
     out << planned.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
         << "openmp waiting        " << describe_wait_policy() << "\n"
         << "vocabulary            " << planned.model.vocab_size << " (" << planned.data.tokenizer << ")\n"
         << "data                  " << corpus.description << "\n"
         << "tokens                " << train_ids.size() << " training, " << val_ids.size() << " validation\n";
-    if (const double budget = *parse_duration(recipe.train.time_budget); budget > 0)
+    if (const double budget = parse_duration(recipe.train.time_budget).value_or(0); budget > 0)
       out << "time budget           " << recipe.train.time_budget << " (" << budget << " s of training): after "
           << kBudgetMeasuredSteps << " steps the step count is fixed from their speed so the run ends on time, "
           << "at most train.steps = " << recipe.train.steps << "\n";
-    if (!resume_from && !earlier.empty())
-      out << "run folder            " << dir.string() << " holds an earlier run (" << earlier.describe()
-          << "): a real run needs --resume or --overwrite\n";
+    // What train would refuse, the dry run refuses too (exit 2), after printing the plan.
+    TF_CHECK_INPUT(too_large.empty(), "--dry-run: train would refuse this run: ", too_large);
+    TF_CHECK_INPUT(!fresh_folder || options.overwrite || earlier.empty() || earlier.checkpoints.empty(),
+                   "--dry-run: train would refuse this run: checkpoint.dir '", dir.string(), "' already holds a run (",
+                   earlier.describe(), "): a real run needs --resume, --overwrite or another checkpoint.dir");
     return {};
   }
-  // A run that cannot fit is refused before anything is allocated (or any earlier run moved aside).
-  const double memory = machine_memory_bytes();
-  TF_CHECK_INPUT(memory <= 0 || plan.peak_bytes <= memory, "the run needs about ", gibibytes(plan.peak_bytes),
-                 " GiB (", plan.parameters, " parameters, from model.d_model, model.n_layers, model.d_ff and ",
-                 "the vocabulary, with their gradients and optimizer state; activations from train.batch_size and ",
-                 "data.seq_len), more than this machine's ", gibibytes(memory), " GiB of memory: make the model or ",
-                 "the batch smaller (train --dry-run prints the plan)");
-  if (!resume_from && options.overwrite && writer) claim_fresh_run_folder(dir, true, out);
+  TF_CHECK_INPUT(too_large.empty(), too_large);
+  if (fresh_folder && options.overwrite && writer) claim_fresh_run_folder(dir, true, out);
   Run run = build_run(recipe, std::move(tokenizer));
   Batches batches(run.recipe, *run.tokenizer, std::move(train_ids), training_batch_seed(recipe.train.seed));
+  double budget = parse_duration(run.recipe.train.time_budget).value_or(0);  // 0: none, or its count is fixed
   if (resume_from) {
     batches.restore(load_checkpoint_into(run, *resume_from));
-    TF_CHECK_INPUT(run.step < run.total_steps(), "--resume: ", resume_from->string(), " is at step ", run.step,
-                   run.budget_steps > 0 ? ", the step count its time budget fixed" : ", and train.steps is ",
-                   run.budget_steps > 0 ? "" : std::to_string(run.recipe.train.steps),
-                   ": nothing is left to train. To train further, raise it: ",
-                   "--set train.steps=", run.step + run.recipe.train.steps, " (or any value above ", run.step, ")");
+    const Recipe stored = parse_recipe(checkpoint_recipe(*resume_from), resume_from->string() + ":/recipe");
+    budget = continue_run(run, stored, options.more_seconds, out);
   }
   if (init_from) load_weights(run, *init_from);  // weights only: the optimizer and step start afresh
   const Validation validation{std::move(val_ids), count_code_points(corpus.val)};
@@ -244,21 +256,30 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   if (!resume_from) run.run_id = new_run_id();
   fs::path recipe_file;
   std::ofstream metrics;
+  FilesBeforeFirstCheckpoint new_files;  // a failure before the first checkpoint leaves nothing that blocks
   if (writer) {
+    new_files.will_create(dir);
+    if (options.branch) start_branch(resume_from->parent_path(), dir, run.run_id, run.step);
+    else if (later) set_aside_later_history(dir, *later, out);
     std::error_code ec;
     fs::create_directories(dir, ec);
     TF_CHECK_INPUT(!ec, "checkpoint.dir '", dir.string(), "': cannot create the run folder: ", ec.message());
-    recipe_file = write_run_recipe(dir, run.recipe.to_yaml(), resume_from.has_value(), run.step);
+    new_files.will_create(dir / "recipe.yaml");
+    new_files.will_create(dir / ("recipe.resume-" + std::to_string(run.step) + ".yaml"));
+    new_files.will_create(dir / "metrics.jsonl");
+    recipe_file = write_run_recipe(dir, run.recipe.to_yaml(), resume_from.has_value() && !options.branch, run.step);
     metrics.open(dir / "metrics.jsonl", std::ios::app);
     TF_CHECK_INPUT(metrics, dir.string(), "/metrics.jsonl: cannot open for writing");
   }
 
   out << "tapeformer: " << (run.recipe.model.arch == layers::Architecture::gpt ? "GPT" : "BERT") << ", "
-      << plan.parameters << " parameters, vocabulary " << run.recipe.model.vocab_size << ", " << threads
-      << " threads" << threads_origin(run.recipe.train.threads)
-      << (comm.size() > 1 ? " per rank, " + std::to_string(comm.size()) + " ranks (mpirun)" : std::string()) << ", "
-      << corpus.description << "\n";
-  if (resume_from) out << "resuming from " << resume_from->string() << " at step " << run.step << "\n";
+      << plan.parameters << " parameters, vocabulary " << run.recipe.model.vocab_size << ", "
+      << (comm.size() > 1 ? std::to_string(comm.size()) + " ranks (mpirun) x " : std::string()) << threads
+      << (threads == 1 ? " thread" : " threads") << (comm.size() > 1 ? " each" : "")
+      << threads_origin(run.recipe.train.threads) << ", " << corpus.description << "\n";
+  if (resume_from)
+    out << (options.branch ? "branching from " : "resuming from ") << resume_from->string() << " at step " << run.step
+        << (options.branch ? " into " + dir.string() + "/" : std::string()) << "\n";
   if (init_from)
     out << "fine-tuning from " << init_from->string() << ": its weights and tokenizer; a fresh optimizer, step 0\n";
 
@@ -268,8 +289,8 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     profile::reset();
     profile::enable(true, options.profile == "cpu" ? profile::Clock::cpu : profile::Clock::wall);
   }
-  Progress progress(out, run.total_steps(), isatty(fileno(stdout)) && options.out == nullptr);
-  const double budget = *parse_duration(run.recipe.train.time_budget);
+  // Ranks' output under mpirun goes through mpirun, often to a log: plain lines, no redrawing.
+  Progress progress(out, run.total_steps(), isatty(fileno(stdout)) && options.out == nullptr && comm.size() == 1);
   double measure_from = 0;  // elapsed() when the measured steps began
   layers::Context ctx{true, &run.dropout_rng, nullptr};
   ctx.recompute = run.recipe.train.recompute == "blocks";
@@ -284,7 +305,11 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
     const fs::path file = checkpoint_path(dir, run.step);
     run.elapsed_seconds = elapsed();
     if (writer) {
-      save_checkpoint(run, batches.state(), file);
+      {
+        WritingCheckpoint writing(file);  // a second Ctrl-C meanwhile removes the partial file
+        save_checkpoint(run, batches.state(), file);
+      }
+      new_files.checkpoint_written();
       prune_run_checkpoints(dir, run.recipe.checkpoint.keep, run.run_id);
     }
     summary.last_checkpoint = file.string();
@@ -314,6 +339,11 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
         run.budget_steps = budget_total_steps({budget, elapsed(), step_seconds, eval_seconds, run.recipe.eval.interval,
                                                run.step, run.recipe.train.steps});
         run.budget_steps = comm.allreduce_max(writer ? run.budget_steps : 0);  // rank 0's count for all
+        TF_CHECK_INPUT(run.budget_steps >= run.recipe.schedule.warmup_steps, "train.time_budget ",
+                       run.recipe.train.time_budget, " pays for ", run.budget_steps, " steps at the measured ",
+                       step_seconds, " s per step, fewer than schedule.warmup_steps = ", run.recipe.schedule.warmup_steps,
+                       ": the learning rate would never finish warming up. Give a longer train.time_budget or fewer "
+                       "schedule.warmup_steps (nothing was kept: the run wrote no checkpoint)");
         run.schedule = run_schedule(run.recipe, run.budget_steps);
         progress.set_total(run.budget_steps);
         progress.note("time budget " + run.recipe.train.time_budget + ": " + std::to_string(step_seconds).substr(0, 6) +
@@ -344,10 +374,10 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
               << ", \"elapsed_s\": " << elapsed() << ", \"run\": \"" << run.run_id << "\"}\n";
       metrics.flush();
     }
-    if (comm.size() > 1 && comm.allreduce_max(g_interrupted ? 1 : 0)) g_interrupted = true;  // a Ctrl-C on any rank
+    if (comm.size() > 1 && comm.allreduce_max(interrupt_requested() ? 1 : 0)) request_interrupt();  // a Ctrl-C on any rank
     const bool interval = run.recipe.checkpoint.interval > 0 && run.step % run.recipe.checkpoint.interval == 0;
-    if (interval || last || g_interrupted) write_checkpoint();
-    if (g_interrupted) {
+    if (interval || last || interrupt_requested()) write_checkpoint();
+    if (interrupt_requested()) {
       progress.finish();
       out << "interrupted: checkpoint written to " << summary.last_checkpoint << " at step " << run.step
           << "; continue with --resume\n";
@@ -381,6 +411,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   report.wall_seconds = progress.elapsed_seconds();
   report.tokens_per_second = summary.tokens_per_second;
   report.threads = threads;
+  report.ranks = comm.size();
   report.causal = run.recipe.model.arch == layers::Architecture::gpt;
   report.last_eval = last_eval;
   if (last_eval && writer) validation.set_baselines(run, corpus.val, report);

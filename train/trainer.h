@@ -20,7 +20,10 @@ struct TrainOptions {
   bool dry_run = false;                // validate, build, print the plan; train nothing
   std::optional<std::string> resume;   // set: resume; empty string: the newest checkpoint in the run folder
   bool accept_changes = false;         // a resume may change continuable keys (train/resume_changes.h)
-  bool overwrite = false;              // a fresh run may move an earlier run's files aside (run_folder.h)
+  bool overwrite = false;              // a fresh run may move an earlier run's files aside (run_folder.h);
+                                       // a resume, the run's history past its step (run_history.h)
+  std::optional<std::string> branch;   // with resume: continue in this new run folder instead
+  double more_seconds = 0;             // with resume: train this many more seconds (train/continuation.h)
   // Fine-tuning: a fresh run (step 0, a new optimizer, its own run folder) whose model starts from
   // this checkpoint's weights and uses its tokenizer. The recipe's model must be the checkpoint's
   // (train/resume_changes.h: check_fine_tune_changes); data, optimizer, schedule and steps are free.

@@ -1,0 +1,74 @@
+// Ctrl-C during training; see interrupt.h.
+//
+// Note [Ctrl-C]
+// ~~~~~~~~~~~~~
+// The first SIGINT sets a flag the training loop reads after each step: it finishes the step, logs
+// it, writes a checkpoint and ends with exit 130 (128 + SIGINT, what a shell reports for a program
+// Ctrl-C stopped). Writing a large checkpoint takes seconds, and a user who presses Ctrl-C again
+// wants out now: the second SIGINT ends the process at once with exit 130, without that checkpoint.
+// If it lands while a checkpoint is being written, the handler first removes the "<file>.partial"
+// being written (H5Writer renames it only when complete), so the folder holds only complete
+// checkpoints. The steps logged after the newest complete checkpoint are then records of steps no
+// checkpoint holds: the next --resume moves them aside before training them again (Note [resuming
+// from an earlier step] in run_history.cpp), so metrics.jsonl never holds a step twice.
+// Under mpirun, an interrupted mpirun sends SIGTERM to its ranks; SIGTERM is handled like SIGINT
+// so that every rank finishes the step and the ranks agree on the checkpoint (train/trainer.cpp).
+// The handler uses only async-signal-safe calls (write, unlink, _exit) and lock-free atomics.
+#include "train/interrupt.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+
+namespace tf::train {
+
+namespace {
+
+std::atomic<int> g_requests{0};
+std::atomic<bool> g_writing{false};
+char g_partial[4096];  // "<checkpoint>.partial" while g_writing
+
+void say(const char* text) {
+  const ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
+  (void)ignored;
+}
+
+void on_interrupt(int) {
+  if (g_requests.fetch_add(1) == 0) {
+    say("\ninterrupt: finishing this step, then writing a checkpoint (Ctrl-C again stops at once, without it)\n");
+    return;
+  }
+  if (g_writing.load()) ::unlink(g_partial);
+  say("\nstopped at once: no checkpoint of this step; --resume continues from the newest complete one\n");
+  ::_exit(130);
+}
+
+}  // namespace
+
+InterruptScope::InterruptScope() {
+  g_requests = 0;
+  previous_int_ = std::signal(SIGINT, on_interrupt);
+  previous_term_ = std::signal(SIGTERM, on_interrupt);
+}
+
+InterruptScope::~InterruptScope() {
+  std::signal(SIGINT, previous_int_);
+  std::signal(SIGTERM, previous_term_);
+}
+
+bool interrupt_requested() { return g_requests.load() > 0; }
+void request_interrupt() { g_requests.fetch_add(1); }
+
+WritingCheckpoint::WritingCheckpoint(const std::filesystem::path& file) {
+  const std::string partial = file.string() + ".partial";
+  const size_t n = std::min(partial.size(), sizeof g_partial - 1);
+  std::memcpy(g_partial, partial.data(), n);
+  g_partial[n] = '\0';
+  g_writing = true;
+}
+
+WritingCheckpoint::~WritingCheckpoint() { g_writing = false; }
+
+}  // namespace tf::train

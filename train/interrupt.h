@@ -1,0 +1,39 @@
+// Ctrl-C during training (Note [Ctrl-C] in interrupt.cpp): the first finishes the step, writes a
+// checkpoint and ends the run with exit 130; a second stops at once, without that checkpoint, and
+// removes the checkpoint file being written, if any, so nothing half-written is left.
+//
+//   InterruptScope scope;                 // installs the handler for the training loop
+//   if (interrupt_requested()) ...        // read once per step
+//   { WritingCheckpoint w(file); save_checkpoint(...); }   // a second Ctrl-C removes file.partial
+#pragma once
+#include <filesystem>
+
+namespace tf::train {
+
+// While it lives, SIGINT and SIGTERM (which mpirun sends its ranks when it is interrupted) request
+// a stop instead of ending the process; the previous handlers come back when it ends.
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  using Handler = void (*)(int);
+  Handler previous_int_, previous_term_;
+};
+
+bool interrupt_requested();
+void request_interrupt();  // as a Ctrl-C would (another rank's, or a test's)
+
+// Marks the checkpoint being written: a second Ctrl-C meanwhile removes "<file>.partial".
+class WritingCheckpoint {
+ public:
+  explicit WritingCheckpoint(const std::filesystem::path& file);
+  ~WritingCheckpoint();
+  WritingCheckpoint(const WritingCheckpoint&) = delete;
+  WritingCheckpoint& operator=(const WritingCheckpoint&) = delete;
+};
+
+}  // namespace tf::train
