@@ -3,8 +3,9 @@
 // A recipe overrides only what differs from the defaults below (docs/recipes.md lists every key
 // with its type, default and meaning). Validation happens before any work starts: unknown keys
 // (with a "did you mean"), duplicate keys, wrong types, out-of-range values and inconsistent
-// combinations are InputErrors that name the file, line and column, the key, and what was
-// expected. Command-line overrides (`--set optim.lr=3e-4`) are applied to the YAML tree first and
+// combinations are InputErrors that name the file, line and column, the key, and what was expected;
+// one message lists them all.
+// Command-line overrides (`--set optim.lr=3e-4`) are applied to the YAML tree first and
 // validated the same way; their errors name the override instead of a line.
 //
 //   Recipe r = load_recipe("recipes/gpt_brown_char.yaml", {"train.steps=500"});
@@ -104,11 +105,12 @@ struct Recipe {
   std::string to_yaml() const;  // every key, resolved; parses back to an equal recipe
 };
 
-// Parses and validates. `overrides` are "section.key=value" strings.
 // The candidate nearest to `word` by edit distance, if within max(3, |word| / 3); else "". For "did
 // you mean" suggestions (recipe keys, command names).
 std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
 
+// Parses and validates, reporting every error at once (one a line, then "<n> errors in the recipe";
+// a YAML syntax error alone). `overrides` are "section.key=value" strings.
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {});
 Recipe parse_recipe(const std::string& yaml_text, const std::string& source_name,
                     const std::vector<std::string>& overrides = {});

@@ -1,8 +1,10 @@
 // Recipe parsing: defaults, overrides, the resolved YAML round trip, and bad recipes whose errors
-// name the file, line, column, key and what was expected.
+// name the file, line, column, key and what was expected, all of them at once.
 #include "train/recipe.h"
 
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "support/errors.h"
 #include "train/recipe_schema.h"
@@ -119,6 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+
 TEST(Recipe, MissingFileIsAnInputErrorNamingIt) {
   testing::expect_error<InputError>([] { load_recipe("/nonexistent/recipe.yaml"); }, "/nonexistent/recipe.yaml");
 }
@@ -190,6 +193,49 @@ TEST(Recipe, MixerIsAPatternOfNamesAndRefusesWhatItsLayersCannotTake) {
   expect_refused("model:\n  mixer: [linear, mamba]\n  attention_window: 4\n",
                  {"bad.yaml:3:3", "with model.mixer linear and mamba in every layer they would act on nothing"});
   expect_refused("model:\n  mixer: mamba\n  mamba_conv: 0\n", {"bad.yaml:3:3", "model.mamba_conv"});
+}
+
+// The lines of a message.
+std::vector<std::string> lines_of(const std::string& message) {
+  std::vector<std::string> lines;
+  std::istringstream in(message);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Like a compiler: every error of the file and its overrides, one a line, each starting with where
+// its value came from, then their count.
+TEST(Recipe, EveryErrorIsReportedAtOnceWithItsCount) {
+  const std::string tiny = "model:\n  d_model: 32\n  n_heads: 2\n";
+  std::vector<std::string> lines =
+      lines_of(error_of(tiny, {"model.d_model=-5", "optim.lr=abc", "train.bogus=1"}));
+  ASSERT_EQ(lines.size(), 4u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0], "--set model.d_model=-5: key 'model.d_model' expects an integer in [1, 65536], got '-5'");
+  EXPECT_EQ(lines[1], "--set optim.lr=abc: key 'optim.lr' expects a number in (0.0, 10.0], got 'abc'");
+  EXPECT_EQ(lines[2].rfind("--set train.bogus=1: unknown key 'train.bogus'", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3], "3 errors in the recipe");
+  // Values, unknown keys, model and cross-section inconsistencies together, the file's in the order
+  // found. train.steps 0 is refused, so the warmup is not compared with it.
+  lines = lines_of(error_of("model:\n  d_model: wide\n  position: t5\n  relative_buckets: 7\noptim:\n  lrr: 0.1\n"
+                            "  lr: 0.001\nschedule:\n  min_lr: 0.01\n",
+                            {"train.steps=0"}));
+  ASSERT_EQ(lines.size(), 6u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0].rfind("bad.yaml:2:3: key 'model.d_model' expects an integer", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("bad.yaml:6:3: unknown key 'optim.lrr' (did you mean 'optim.lr'?)", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("--set train.steps=0: key 'train.steps' expects an integer", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("bad.yaml:4:3: model.relative_buckets must be even and >= 4", 0), 0u) << lines[3];
+  EXPECT_EQ(lines[4], "bad.yaml:9:3: schedule.min_lr must not exceed optim.lr");
+  EXPECT_EQ(lines[5], "5 errors in the recipe");
+}
+
+// A refused value leaves the default in its place; an inconsistency with that default is the same
+// error's echo, not a second one. One error reads as it always did: no count.
+TEST(Recipe, ARefusedValueIsNotComparedWithOtherKeys) {
+  EXPECT_EQ(error_of("model:\n  d_model: wide\n  n_heads: 3\n"),
+            "bad.yaml:2:3: key 'model.d_model' expects an integer in [1, 65536], got 'wide'");
+  EXPECT_EQ(error_of("train:\n  steps: 10\n  steps: 20\n"), "bad.yaml:3:3: key 'train.steps' appears twice (first at "
+                                                               "bad.yaml:2:3)");
+  EXPECT_EQ(error_of("optim:\n  lrr: 0.1\n"), "bad.yaml:2:3: unknown key 'optim.lrr' (did you mean 'optim.lr'?)");
 }
 
 TEST(Recipe, EveryKeyHasTypeAndMeaning) {
