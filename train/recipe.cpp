@@ -18,7 +18,7 @@
 namespace tf::train {
 
 std::optional<double> parse_duration(std::string_view text) {
-  if (text.empty()) return 0.0;
+  if (text.empty() || text == "0" || text == "none") return 0.0;
   const char unit = text.back();
   const double scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
   if (scale == 0 || text.size() < 2) return std::nullopt;
@@ -208,8 +208,9 @@ class Binder {
           {"train.steps"});
     const std::optional<double> budget = parse_duration(r.train.time_budget);
     check(budget.has_value(), "train.time_budget",
-          "train.time_budget: expected a duration such as 90s, 5m or 1.5h (or empty for none), got '" +
+          "train.time_budget: expected a duration such as 90s, 5m or 1.5h (or 0, none or empty for no budget), got '" +
               r.train.time_budget + "'");
+    if (budget == 0.0) recipe_.train.time_budget = "";  // one spelling of "no budget" in the resolved recipe
     check(!r.optim.nesterov || r.optim.name == "sgd", "optim.nesterov",
           "optim.nesterov applies to optim.name: sgd only", {"optim.name"});
     check(!r.optim.nesterov || r.optim.momentum > 0, "optim.nesterov", "Nesterov momentum needs optim.momentum > 0",
@@ -288,6 +289,8 @@ class Binder {
       text = "[" + text + "]";
     } else if (value.IsScalar()) {
       text = value.Scalar();
+    } else if (value.IsNull() && field->is_string) {
+      text = "";  // `key:` in YAML, `--set key=` on the command line: the empty text
     } else {
       const char* got = value.IsNull() ? "nothing" : value.IsMap() ? "a mapping" : "a list";
       return refuse(key, at, "key '" + key + "' expects " + article(field->type) + ", got " + got);

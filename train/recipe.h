@@ -58,12 +58,12 @@ struct TrainConfig {
   // off, or blocks: each transformer block keeps only its input and runs again during backward
   // (Note [recomputed blocks] in layers/block.cpp): the same numbers, less memory, ~1/4 more time
   std::string recompute = "off";
-  std::string time_budget;  // "" or a duration ("90s", "5m", "1.5h"): the step count is fixed from
-                            // the measured speed so the run ends on time (Note [time budget])
+  std::string time_budget;  // "" (also written 0 or none) or a duration ("90s", "5m", "1.5h"): the step
+                            // count is fixed from the measured speed so the run ends on time (Note [time budget])
 };
 
-// Seconds of a duration written as a number and a unit, s, m or h ("90s", "5m", "1.5h"); 0 for "";
-// nullopt when it is neither.
+// Seconds of a duration written as a number and a unit, s, m or h ("90s", "5m", "1.5h"); 0 for "",
+// "0" and "none" (no budget); nullopt when it is neither.
 std::optional<double> parse_duration(std::string_view text);
 
 struct EvalConfig {

@@ -238,6 +238,24 @@ TEST(Recipe, ARefusedValueIsNotComparedWithOtherKeys) {
   EXPECT_EQ(error_of("optim:\n  lrr: 0.1\n"), "bad.yaml:2:3: unknown key 'optim.lrr' (did you mean 'optim.lr'?)");
 }
 
+// train.time_budget: empty, 0 and none all mean no budget, from the command line too (a shipped
+// recipe's 5m switched off), and the resolved recipe writes it one way.
+TEST(Recipe, NoTimeBudgetIsEmptyZeroOrNone) {
+  const std::string budget = "train:\n  steps: 1000\n  time_budget: 5m\n";
+  EXPECT_EQ(parse_recipe(budget, "r.yaml").train.time_budget, "5m");
+  for (const char* off : {"train.time_budget=", "train.time_budget=0", "train.time_budget=none"}) {
+    const Recipe r = parse_recipe(budget, "r.yaml", {off});
+    EXPECT_EQ(r.train.time_budget, "") << off;
+    EXPECT_NE(r.to_yaml().find("time_budget: \"\""), std::string::npos) << off;
+  }
+  EXPECT_EQ(parse_recipe("train:\n  time_budget:\n", "r.yaml").train.time_budget, "");
+  EXPECT_EQ(parse_recipe("train:\n  time_budget: none\n", "r.yaml").train.time_budget, "");
+  EXPECT_EQ(parse_duration("none"), 0.0);
+  EXPECT_EQ(parse_duration("0"), 0.0);
+  EXPECT_EQ(parse_duration("90s"), 90.0);
+  expect_refused("train:\n  time_budget: 5 minutes\n", {"bad.yaml:2:3", "or 0, none or empty for no budget"});
+}
+
 TEST(Recipe, EveryKeyHasTypeAndMeaning) {
   for (const RecipeKeyDoc& k : recipe_keys()) {
     EXPECT_FALSE(k.type.empty()) << k.key;
