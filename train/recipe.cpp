@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "train/recipe_inert.h"
 #include "train/recipe_schema.h"
 
 namespace tf::train {
@@ -130,10 +131,17 @@ class Binder {
         set(key, entry.second, key_at);
       }
     }
+    // A resolved recipe (Recipe::to_yaml: a checkpoint's, a run folder's recipe.yaml) writes every key,
+    // defaults included, for completeness; what it writes was not chosen key by key. Three quarters
+    // of the keys tell one apart from a hand-written recipe (which writes a few dozen at most) even
+    // when it was written before the newest keys existed.
+    const bool resolved = written.size() * 4 >= recipe_fields().size() * 3;
+    if (!resolved) file_keys_.insert(written.begin(), written.end());
   }
 
   // After the documents: the overrides, in order.
   void bind_overrides(const std::vector<std::string>& overrides) {
+    as_written_ = recipe_;
     for (const std::string& o : overrides) bind_override(o);
   }
 
@@ -155,6 +163,7 @@ class Binder {
         reported_.insert(e.keys.front());
       }
     check_combinations();
+    check_inert_keys();
     if (!errors_.empty()) throw InputError(report());
     return recipe_;
   }
@@ -172,6 +181,7 @@ class Binder {
       return error(at, "the value is not valid YAML: " + e.msg);
     }
     where_[key] = at;
+    set_keys_.insert(key);
     set(key, value, at);
   }
 
@@ -198,7 +208,8 @@ class Binder {
     check(m.n_segments == 0, "model.n_segments",
           "model.n_segments must be 0: segment (token type) embeddings need sentence-pair batches with segment ids, "
           "which no batcher makes, so the table would never be used or trained");
-    check(r.schedule.min_lr <= r.optim.lr, "schedule.min_lr", "schedule.min_lr must not exceed optim.lr", {"optim.lr"});
+    check(r.schedule.kind == "constant" || r.schedule.min_lr <= r.optim.lr, "schedule.min_lr",
+          "schedule.min_lr must not exceed optim.lr", {"optim.lr", "schedule.kind"});
     check(r.schedule.warmup_steps <= r.train.steps, "schedule.warmup_steps",
           "schedule.warmup_steps (" + std::to_string(r.schedule.warmup_steps) + ") exceeds train.steps (" +
               std::to_string(r.train.steps) +
@@ -218,6 +229,25 @@ class Binder {
     check(m.arch == layers::Architecture::gpt || r.sample.tokens == 0 || !where_.count("sample.tokens"),
           "sample.tokens", "sampling continues text with a GPT; a BERT recipe cannot set sample.tokens",
           {"model.arch"});
+  }
+
+  // Keys the user wrote that have no effect (recipe_inert.h). A --set key is checked against the
+  // recipe it makes; a key of the file against the file as written too, and reported only when it has
+  // no effect there either: an override that changes the configuration (--set optim.name=sgd on a
+  // recipe that writes optim.beta2) leaves keys of the file inert that no --set could remove.
+  void check_inert_keys() {
+    auto unreported = [&](const std::set<std::string>& keys) {
+      return [&](const std::string& key) { return keys.count(key) && !reported_.count(key) && !refused_.count(key); };
+    };
+    std::set<std::string> from_file;  // written in the file only
+    for (const std::string& key : file_keys_)
+      if (!set_keys_.count(key)) from_file.insert(key);
+    std::set<std::string> inert_as_written;
+    for (const InertKey& inert : inert_keys(as_written_, unreported(from_file))) inert_as_written.insert(inert.key);
+    for (const InertKey& inert : inert_keys(recipe_, unreported(inert_as_written)))
+      error(where_.at(inert.key), inert.message);
+    for (const InertKey& inert : inert_keys(recipe_, unreported(set_keys_)))
+      error(where_.at(inert.key), inert.message);
   }
 
   void error(const std::string& at, const std::string& message) { errors_.push_back(at + ": " + message); }
@@ -316,6 +346,9 @@ class Binder {
   std::string source_;
   Recipe recipe_;
   std::map<std::string, std::string> where_;  // key -> "file:line:col" or "--set ..."
+  // Keys the user wrote: in the file (not a resolved recipe's), and by --set.
+  std::set<std::string> file_keys_, set_keys_;
+  Recipe as_written_;  // the file, before the overrides
   std::set<std::string> refused_;   // keys whose value was refused
   std::set<std::string> reported_;  // keys an inconsistency was reported at
   std::vector<std::string> errors_;  // "<where>: <message>", in the order found

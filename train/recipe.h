@@ -3,8 +3,8 @@
 // A recipe overrides only what differs from the defaults below (docs/recipes.md lists every key
 // with its type, default and meaning). Validation happens before any work starts: unknown keys
 // (with a "did you mean"), duplicate keys, wrong types, out-of-range values and inconsistent
-// combinations are InputErrors that name the file, line and column, the key, and what was expected;
-// one message lists them all.
+// combinations, and keys the user wrote that have no effect (train/recipe_inert.h), are InputErrors
+// that name the file, line and column, the key, and what was expected; one message lists them all.
 // Command-line overrides (`--set optim.lr=3e-4`) are applied to the YAML tree first and
 // validated the same way; their errors name the override instead of a line.
 //
@@ -110,7 +110,9 @@ struct Recipe {
 std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
 
 // Parses and validates, reporting every error at once (one a line, then "<n> errors in the recipe";
-// a YAML syntax error alone). `overrides` are "section.key=value" strings.
+// a YAML syntax error alone). `overrides` are "section.key=value" strings. A key the user wrote (in
+// the file or by --set) that has no effect in the recipe's configuration is an error; a resolved
+// recipe's keys (to_yaml writes them all) are not checked for that, its overrides are.
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {});
 Recipe parse_recipe(const std::string& yaml_text, const std::string& source_name,
                     const std::vector<std::string>& overrides = {});
