@@ -91,13 +91,19 @@ std::string mark(const std::string& source, const YAML::Mark& m) {
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
+// Which document a value came from: the user's recipe file, or the base a fine-tuning run starts
+// from (RecipeBase), whose keys the user did not write and which are not checked for having no effect.
+enum class Origin { file, base };
+
 // Walks the YAML and the overrides against the schema, like a compiler: every error is kept (with
 // where it came from) and binding goes on, so that one run names them all (report()).
 class Binder {
  public:
   explicit Binder(std::string source) : source_(std::move(source)) { recipe_.source = source_; }
 
-  void bind_document(const YAML::Node& root, const std::string& source) {
+  // `prefixes`: with Origin::base, the keys taken from the document ("model."); the rest is skipped.
+  void bind_document(const YAML::Node& root, const std::string& source, Origin origin = Origin::file,
+                     const std::vector<std::string>& prefixes = {}) {
     if (!root || root.IsNull()) return;  // an empty recipe: all defaults
     if (!root.IsMap())
       return error(mark(source, root.Mark()), "the recipe must be a mapping of sections (model:, data:, ...)");
@@ -122,6 +128,9 @@ class Binder {
         const std::optional<std::string> short_name = key_name(entry.first, key_at);
         if (!short_name) continue;
         const std::string key = *name + "." + *short_name;
+        if (origin == Origin::base && !std::any_of(prefixes.begin(), prefixes.end(),
+                                                   [&](const std::string& p) { return key.rfind(p, 0) == 0; }))
+          continue;
         if (std::find(written.begin(), written.end(), key) != written.end()) {
           refuse(key, key_at, "key '" + key + "' appears twice (first at " + where_[key] + ")");
           continue;
@@ -136,7 +145,7 @@ class Binder {
     // of the keys tell one apart from a hand-written recipe (which writes a few dozen at most) even
     // when it was written before the newest keys existed.
     const bool resolved = written.size() * 4 >= recipe_fields().size() * 3;
-    if (!resolved) file_keys_.insert(written.begin(), written.end());
+    if (origin == Origin::file && !resolved) file_keys_.insert(written.begin(), written.end());
   }
 
   // After the documents: the overrides, in order.
@@ -346,9 +355,9 @@ class Binder {
   std::string source_;
   Recipe recipe_;
   std::map<std::string, std::string> where_;  // key -> "file:line:col" or "--set ..."
-  // Keys the user wrote: in the file (not a resolved recipe's), and by --set.
+  // Keys the user wrote: in the file (not a resolved recipe's, not the base's), and by --set.
   std::set<std::string> file_keys_, set_keys_;
-  Recipe as_written_;  // the file, before the overrides
+  Recipe as_written_;  // the base and the file, before the overrides
   std::set<std::string> refused_;   // keys whose value was refused
   std::set<std::string> reported_;  // keys an inconsistency was reported at
   std::vector<std::string> errors_;  // "<where>: <message>", in the order found
@@ -367,8 +376,11 @@ YAML::Node load_yaml(const std::string& text, const std::string& source) {
 }
 
 Recipe parse_with_default_dir(const std::string& text, const std::string& source,
-                              const std::vector<std::string>& overrides, const std::string& default_run_dir) {
+                              const std::vector<std::string>& overrides, const std::string& default_run_dir,
+                              const RecipeBase& base) {
   Binder binder(source);
+  if (!base.yaml.empty())
+    binder.bind_document(load_yaml(base.yaml, base.source), base.source, Origin::base, base.prefixes);
   binder.bind_document(load_yaml(text, source), source);
   binder.bind_overrides(overrides);
   return binder.finish(default_run_dir);
@@ -376,11 +388,12 @@ Recipe parse_with_default_dir(const std::string& text, const std::string& source
 
 }  // namespace
 
-Recipe parse_recipe(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
-  return parse_with_default_dir(text, source, overrides, "");
+Recipe parse_recipe(const std::string& text, const std::string& source, const std::vector<std::string>& overrides,
+                    const RecipeBase& base) {
+  return parse_with_default_dir(text, source, overrides, "", base);
 }
 
-Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides, const RecipeBase& base) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {  // a folder reads as an empty recipe: refuse it
     std::vector<std::string> yaml;
@@ -397,7 +410,8 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
   std::stringstream text;
   text << in.rdbuf();
   // Each recipe gets its own run folder unless it names one: two recipes never share a folder by default.
-  return parse_with_default_dir(text.str(), path, overrides, "runs/" + std::filesystem::path(path).stem().string());
+  return parse_with_default_dir(text.str(), path, overrides, "runs/" + std::filesystem::path(path).stem().string(),
+                                base);
 }
 
 std::string Recipe::to_yaml() const {

@@ -109,13 +109,22 @@ struct Recipe {
 // you mean" suggestions (recipe keys, command names).
 std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
 
+// Values a recipe starts from instead of the defaults, for the keys it does not write: a fine-tuning
+// run takes its model from the checkpoint's stored recipe (train/fine_tune.h).
+struct RecipeBase {
+  std::string yaml;                   // a resolved recipe (Recipe::to_yaml)
+  std::string source;                 // where it came from, for messages ("runs/x/ckpt_00000020.h5:/recipe")
+  std::vector<std::string> prefixes;  // the keys taken from it, by prefix: {"model."}
+};
+
 // Parses and validates, reporting every error at once (one a line, then "<n> errors in the recipe";
 // a YAML syntax error alone). `overrides` are "section.key=value" strings. A key the user wrote (in
 // the file or by --set) that has no effect in the recipe's configuration is an error; a resolved
 // recipe's keys (to_yaml writes them all) are not checked for that, its overrides are.
-Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {});
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {},
+                   const RecipeBase& base = {});
 Recipe parse_recipe(const std::string& yaml_text, const std::string& source_name,
-                    const std::vector<std::string>& overrides = {});
+                    const std::vector<std::string>& overrides = {}, const RecipeBase& base = {});
 
 // One documented key of the schema, for docs and --help listings.
 struct RecipeKeyDoc {

@@ -23,6 +23,7 @@
 #include "data/dataset.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "train/fine_tune.h"
 #include "train/plan.h"
 #include "train/progress.h"
 #include "train/resume_changes.h"
@@ -202,6 +203,7 @@ TrainSummary train(const Recipe& recipe, const TrainOptions& options) {
   planned.model.vocab_size = tokenizer->vocab_size();
   const RunPlan plan = plan_run(planned, static_cast<int64_t>(corpus.train.size() + corpus.val.size()));
   std::vector<int32_t> train_ids = data::tokenize_cached(corpus.train, *tokenizer, recipe.data.cache_dir).ids;
+  if (init_from) warn_unknown_text(*tokenizer, train_ids, *init_from, out);
   std::vector<int32_t> val_ids = data::tokenize_cached(corpus.val, *tokenizer, recipe.data.cache_dir).ids;
   check_token_counts(recipe, train_ids.size(), val_ids.size());
   if (options.dry_run) {
