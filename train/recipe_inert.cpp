@@ -35,9 +35,12 @@ std::vector<Rule> rules(const Recipe& r) {
   const auto mamba_layers = std::count(m.mixers.begin(), m.mixers.end(), MixerKind::mamba);
   const bool all_mamba = !m.mixers.empty() && mamba_layers == static_cast<int64_t>(m.mixers.size());
   const bool gpt = m.arch == Architecture::gpt;
-  const int64_t window = m.attention.window;
+  // A window acts wherever a query has more than `window` keys: in training windows of data.seq_len,
+  // and when sampling, whose context grows to model.max_seq_len (Note [context window] in sample.cpp).
+  const int64_t window = m.attention.window, context = std::max(r.data.seq_len, m.max_seq_len);
   const std::string covers = "model.attention_window (" + std::to_string(window) + ") covers the whole context of "
-                             "data.seq_len (" + std::to_string(r.data.seq_len) + ")";
+                             "data.seq_len (" + std::to_string(r.data.seq_len) + ") and model.max_seq_len (" +
+                             std::to_string(m.max_seq_len) + ")";
   return {
       {{"model.rope_theta", "model.rope_scaling", "model.rope_scaling_factor", "model.rope_original_context",
         "model.yarn_alpha", "model.yarn_beta"},
@@ -56,10 +59,10 @@ std::vector<Rule> rules(const Recipe& r) {
        "model.mixer has no mamba layer; remove the key, or put mamba in model.mixer"},
       {{"model.n_heads", "model.n_kv_heads", "model.head_dim", "model.heads_per_layer"}, all_mamba,
        "model.mixer is mamba in every layer, and a Mamba layer has no attention heads; remove the key"},
-      {{"model.attention_window"}, window >= r.data.seq_len,
+      {{"model.attention_window"}, window >= context,
        covers + ", so it has no effect: every query already sees every key; remove the key, or make the window "
-       "smaller than data.seq_len", true},
-      {{"model.attention_global_tokens", "model.attention_random_blocks"}, window >= r.data.seq_len,
+       "smaller", true},
+      {{"model.attention_global_tokens", "model.attention_random_blocks"}, window >= context,
        covers + ", so every query already sees every key; remove the key"},
       {{"model.attention_block_size", "model.attention_random_seed"}, m.attention.random_blocks == 0,
        "model.attention_random_blocks is 0, and only BigBird's random blocks read it; remove the key"},

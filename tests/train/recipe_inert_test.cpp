@@ -33,6 +33,18 @@ TEST(InertKeys, AnOverrideThatSwitchesTheConfigurationLeavesTheFilesKeysAlone) {
   EXPECT_NO_THROW(parse_recipe("model:\n  arch: bert\n  tie_embeddings: true\nsample:\n  tokens: 0\n", "r.yaml"));
 }
 
+// A window as long as the training windows still acts when sampling, whose context grows to
+// model.max_seq_len: only one covering that too has no effect.
+TEST(InertKeys, AWindowActsUpToModelMaxSeqLen) {
+  const Recipe r =
+      parse_recipe("model:\n  max_seq_len: 256\n  attention_window: 128\ndata:\n  seq_len: 128\n", "r.yaml");
+  EXPECT_EQ(r.model.attention.window, 128);
+  EXPECT_NE(error_of("model:\n  max_seq_len: 256\n  attention_window: 256\ndata:\n  seq_len: 128\n")
+                .find("bad.yaml:3:3: model.attention_window (256) covers the whole context of data.seq_len (128) and "
+                      "model.max_seq_len (256), so it has no effect"),
+            std::string::npos);
+}
+
 // A resolved recipe writes every key (the defaults of schemes it does not use included): checkpoints
 // store one, and recipe.yaml in a run folder is one, given back to train --resume. Its keys are not
 // checked, also when it predates the newest keys; its overrides are.

@@ -143,13 +143,15 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.yaml:3:3: model.mamba_state has no effect: model.mixer has no mamba layer"}},
         BadCase{"heads in a mamba-only model", "model:\n  mixer: mamba\n  position: none\n  n_heads: 4\n", {},
                 {"bad.yaml:4:3: model.n_heads has no effect: model.mixer is mamba in every layer"}},
-        BadCase{"window covering the context", "model:\n  attention_window: 128\ndata:\n  seq_len: 128\n", {},
-                {"bad.yaml:2:3: model.attention_window (128) covers the whole context of data.seq_len (128), so it "
-                 "has no effect"}},
-        BadCase{"global tokens beside such a window", "model:\n  attention_window: 200\n  attention_global_tokens: 2\n",
+        BadCase{"window covering the context", "model:\n  max_seq_len: 128\n  attention_window: 128\ndata:\n"
+                "  seq_len: 128\n", {},
+                {"bad.yaml:3:3: model.attention_window (128) covers the whole context of data.seq_len (128) and "
+                 "model.max_seq_len (128), so it has no effect"}},
+        BadCase{"global tokens beside such a window", "model:\n  attention_window: 300\n  attention_global_tokens: 2\n",
                 {},
-                {"bad.yaml:2:3: model.attention_window (200) covers the whole context of data.seq_len (128)",
-                 "bad.yaml:3:3: model.attention_global_tokens has no effect: model.attention_window (200) covers",
+                {"bad.yaml:2:3: model.attention_window (300) covers the whole context of data.seq_len (128) and "
+                 "model.max_seq_len (256)",
+                 "bad.yaml:3:3: model.attention_global_tokens has no effect: model.attention_window (300) covers",
                  "2 errors in the recipe"}},
         BadCase{"BigBird block without random blocks", "model:\n  attention_window: 16\n  attention_block_size: 8\n",
                 {}, {"bad.yaml:3:3: model.attention_block_size has no effect: model.attention_random_blocks is 0"}},
