@@ -48,10 +48,12 @@ std::string concat(const Parts&... parts) {
     if (!(cond)) throw ::tf::Error(::tf::concat(__VA_ARGS__)); \
   } while (0)
 
-// keys: a braced list of setting names, e.g. TF_CHECK_CONFIG(n > 0, ({"model.n_heads"}), "...").
-#define TF_CHECK_CONFIG(cond, keys, ...)                                                      \
-  do {                                                                                        \
-    if (!(cond)) throw ::tf::ConfigError(std::vector<std::string> keys, ::tf::concat(__VA_ARGS__)); \
+// Adds a ConfigError to `found` (a std::vector<ConfigError>) and goes on, so that a validation can
+// report every problem at once. keys: a braced list of setting names, e.g.
+// TF_NOTE_CONFIG(found, n > 0, ({"model.n_heads"}), "...").
+#define TF_NOTE_CONFIG(found, cond, keys, ...)                                                          \
+  do {                                                                                                  \
+    if (!(cond)) (found).emplace_back(std::vector<std::string> keys, ::tf::concat(__VA_ARGS__));        \
   } while (0)
 
 #define TF_CHECK_INPUT(cond, ...)                                  \

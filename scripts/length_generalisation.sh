@@ -50,8 +50,9 @@ row() {
   for T in "${lengths[@]}"; do
     local s=$((T / 128))
     local extra=()
-    [[ "$1" == "scaled" && $s -gt 1 ]] && extra=(--set model.rope_scaling="$2" --set model.rope_scaling_factor="$s"
-                                              --set model.rope_original_context=128)
+    [[ "$1" == "scaled" && $s -gt 1 ]] && extra=(--set model.rope_scaling="$2" --set model.rope_scaling_factor="$s")
+    # YaRN's ramp alone reads the trained context (the other rules refuse the key as having no effect).
+    [[ "$1" == "scaled" && $s -gt 1 && "$2" == "yarn" ]] && extra+=(--set model.rope_original_context=128)
     line+=" | $(bits "$dir" "$T" "${extra[@]}")"
   done
   echo "$line |"

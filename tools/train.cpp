@@ -5,6 +5,7 @@
 #include "framework/dist/comm.h"
 #include "inspect/report.h"
 #include "tools/commands.h"
+#include "train/fine_tune.h"
 #include "train/recipe.h"
 #include "train/trainer.h"
 
@@ -67,7 +68,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
   static std::string init_from;
   cmd->add_option("--init-from", init_from,
                   "Fine-tune: start a new run (step 0, fresh optimizer) from the weights and tokenizer of CKPT "
-                  "(a checkpoint or a run folder); the recipe's model must be the checkpoint's")
+                  "(a checkpoint or a run folder); model keys the recipe leaves out are the checkpoint's, those it "
+                  "writes must match them")
       ->excludes(resume_opt);
   cmd->add_flag("--accept-changes", accept_changes,
                 "With --resume: continue with a recipe that changes the step count, schedule, learning rate, "
@@ -77,7 +79,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
     if (anomaly) overrides.push_back("train.anomaly=true");
     // Every rank reads the recipe; a bad one stops them all with one message (framework/dist/comm.h).
     dist::SetupAgreement reading(dist::Comm::world());
-    const train::Recipe recipe = train::load_recipe(recipe_path, overrides);
+    // Fine-tuning: the model keys the recipe leaves out are the checkpoint's.
+    const train::Recipe recipe = init_from.empty() ? train::load_recipe(recipe_path, overrides)
+                                                   : train::load_fine_tune_recipe(recipe_path, overrides, init_from);
     reading.succeeded();
     train::TrainOptions options;
     options.dry_run = dry_run;

@@ -13,12 +13,13 @@
 #include <set>
 #include <sstream>
 
+#include "train/recipe_inert.h"
 #include "train/recipe_schema.h"
 
 namespace tf::train {
 
 std::optional<double> parse_duration(std::string_view text) {
-  if (text.empty()) return 0.0;
+  if (text.empty() || text == "0" || text == "none") return 0.0;
   const char unit = text.back();
   const double scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
   if (scale == 0 || text.size() < 2) return std::nullopt;
@@ -90,54 +91,67 @@ std::string mark(const std::string& source, const YAML::Mark& m) {
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
+// Which document a value came from: the user's recipe file, or the base a fine-tuning run starts
+// from (RecipeBase), whose keys the user did not write and which are not checked for having no effect.
+enum class Origin { file, base };
+
+// Walks the YAML and the overrides against the schema, like a compiler: every error is kept (with
+// where it came from) and binding goes on, so that one run names them all (report()).
 class Binder {
  public:
   explicit Binder(std::string source) : source_(std::move(source)) { recipe_.source = source_; }
 
-  void bind_document(const YAML::Node& root) {
+  // `prefixes`: with Origin::base, the keys taken from the document ("model."); the rest is skipped.
+  void bind_document(const YAML::Node& root, const std::string& source, Origin origin = Origin::file,
+                     const std::vector<std::string>& prefixes = {}) {
     if (!root || root.IsNull()) return;  // an empty recipe: all defaults
-    if (!root.IsMap()) fail(mark(source_, root.Mark()), "the recipe must be a mapping of sections (model:, data:, ...)");
+    if (!root.IsMap())
+      return error(mark(source, root.Mark()), "the recipe must be a mapping of sections (model:, data:, ...)");
     const std::set<std::string> known = sections();
     std::set<std::string> seen_sections;
+    std::vector<std::string> written;  // keys of this document, in order
     for (const auto& section : root) {
-      const std::string at = mark(source_, section.first.Mark());
-      const std::string name = key_name(section.first, at);
-      if (const size_t dot = name.find('.'); dot != std::string::npos && known.count(name.substr(0, dot)))
-        fail(at, "'" + name + "' is one YAML key with a dot in it; in a recipe, nest it: '" + name.substr(0, dot) +
-                     ":' on its own line, then '  " + name.substr(dot + 1) + ": ...' indented below it (the dotted "
-                     "form is for --set)");
-      if (!known.count(name)) {
-        std::string list;
-        for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
-        fail(at, "unknown section '" + name + "'" + did_you_mean(name + ".") + "; expected one of: " + list);
+      const std::string at = mark(source, section.first.Mark());
+      const std::optional<std::string> name = key_name(section.first, at);
+      if (!name || !known_section(*name, known, at)) continue;
+      if (!seen_sections.insert(*name).second) {
+        error(at, "section '" + *name + "' appears twice");
+        continue;
       }
-      if (!seen_sections.insert(name).second) fail(at, "section '" + name + "' appears twice");
       if (section.second.IsNull()) continue;
-      if (!section.second.IsMap()) fail(at, "section '" + name + "' must be a mapping of keys");
+      if (!section.second.IsMap()) {
+        error(at, "section '" + *name + "' must be a mapping of keys");
+        continue;
+      }
       for (const auto& entry : section.second) {
-        const std::string key_at = mark(source_, entry.first.Mark());
-        const std::string key = name + "." + key_name(entry.first, key_at);
-        if (where_.count(key)) fail(key_at, "key '" + key + "' appears twice (first at " + where_[key] + ")");
+        const std::string key_at = mark(source, entry.first.Mark());
+        const std::optional<std::string> short_name = key_name(entry.first, key_at);
+        if (!short_name) continue;
+        const std::string key = *name + "." + *short_name;
+        if (origin == Origin::base && !std::any_of(prefixes.begin(), prefixes.end(),
+                                                   [&](const std::string& p) { return key.rfind(p, 0) == 0; }))
+          continue;
+        if (std::find(written.begin(), written.end(), key) != written.end()) {
+          refuse(key, key_at, "key '" + key + "' appears twice (first at " + where_[key] + ")");
+          continue;
+        }
+        written.push_back(key);
         where_[key] = key_at;
         set(key, entry.second, key_at);
       }
     }
+    // A resolved recipe (Recipe::to_yaml: a checkpoint's, a run folder's recipe.yaml) writes every key,
+    // defaults included, for completeness; what it writes was not chosen key by key. Three quarters
+    // of the keys tell one apart from a hand-written recipe (which writes a few dozen at most) even
+    // when it was written before the newest keys existed.
+    const bool resolved = written.size() * 4 >= recipe_fields().size() * 3;
+    if (origin == Origin::file && !resolved) file_keys_.insert(written.begin(), written.end());
   }
 
-  void bind_override(const std::string& text) {
-    const std::string at = "--set " + text;
-    const size_t eq = text.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw InputError(at + ": expected section.key=value, e.g. --set optim.lr=3e-4");
-    const std::string key = text.substr(0, eq);
-    YAML::Node value;
-    try {
-      value = YAML::Load(text.substr(eq + 1));
-    } catch (const YAML::Exception& e) {
-      throw InputError(at + ": the value is not valid YAML: " + e.msg);
-    }
-    where_[key] = at;
-    set(key, value, at);
+  // After the documents: the overrides, in order.
+  void bind_overrides(const std::vector<std::string>& overrides) {
+    as_written_ = recipe_;
+    for (const std::string& o : overrides) bind_override(o);
   }
 
   // default_run_dir: checkpoint.dir when the recipe does not set it ("runs/<recipe stem>").
@@ -150,66 +164,146 @@ class Binder {
     if (!where_.count("model.gelu") && m.arch == layers::Architecture::bert) m.gelu = ops::GeluApprox::erf;
     // A BERT samples nothing: 0, so that to_yaml() (which writes every key) parses back.
     if (!where_.count("sample.tokens") && m.arch == layers::Architecture::bert) recipe_.sample.tokens = 0;
-    try {
-      m.validate();
-    } catch (const ConfigError& e) {
-      fail(location_of_first_set(e.keys), e.what());
-    }
-    const auto& r = recipe_;
-    check(r.data.seq_len <= m.max_seq_len, "data.seq_len",
-          "data.seq_len (" + std::to_string(r.data.seq_len) + ") exceeds model.max_seq_len (" +
-              std::to_string(m.max_seq_len) + "): the model has no positions beyond it");
-    check(m.arch != layers::Architecture::bert || r.data.seq_len >= 3, "data.seq_len",
-          "data.seq_len must be at least 3 for a BERT ([CLS], one token, [SEP])");
-    check(r.data.corpus != "files" || !r.data.train_path.empty(), "data.corpus",
-          "data.corpus is 'files' but data.train_path is empty: name a UTF-8 text file or folder");
-    check(r.data.corpus != "brown" || r.data.train_path.empty(), "data.train_path",
-          "data.train_path is set but data.corpus is 'brown': set data.corpus: files to train on your own text");
-    check(r.data.corpus != "brown" || r.data.val_path.empty(), "data.val_path",
-          "data.val_path is set but data.corpus is 'brown' (which has its own validation split): set data.corpus: "
-          "files to use your own text");
-    check(m.arch != layers::Architecture::gpt || r.sample.tokens == 0 || !r.sample.prompt.empty(), "sample.prompt",
-          "sample.prompt is empty: the sample printed after training continues it; give it some text, or set "
-          "sample.tokens: 0");
-    check(m.n_segments == 0, "model.n_segments",
-          "model.n_segments must be 0: segment (token type) embeddings need sentence-pair batches with segment ids, "
-          "which no batcher makes, so the table would never be used or trained");
-    check(r.schedule.min_lr <= r.optim.lr, "schedule.min_lr", "schedule.min_lr must not exceed optim.lr");
-    check(r.schedule.warmup_steps <= r.train.steps, "schedule.warmup_steps",
-          "schedule.warmup_steps (" + std::to_string(r.schedule.warmup_steps) + ") exceeds train.steps (" +
-              std::to_string(r.train.steps) + (where_.count("train.steps") ? ", from " + where_.at("train.steps") : "") +
-              "): the warmup must end within the run; shorten it too, e.g. --set schedule.warmup_steps=" +
-              std::to_string(r.train.steps / 10) + " (a tenth of the run)");
-    const std::optional<double> budget = parse_duration(r.train.time_budget);
-    check(budget.has_value(), "train.time_budget",
-          "train.time_budget: expected a duration such as 90s, 5m or 1.5h (or empty for none), got '" +
-              r.train.time_budget + "'");
-    check(!r.optim.nesterov || r.optim.name == "sgd", "optim.nesterov", "optim.nesterov applies to optim.name: sgd only");
-    check(!r.optim.nesterov || r.optim.momentum > 0, "optim.nesterov", "Nesterov momentum needs optim.momentum > 0");
-    check(m.arch == layers::Architecture::gpt || r.sample.tokens == 0 || !where_.count("sample.tokens"),
-          "sample.tokens", "sampling continues text with a GPT; a BERT recipe cannot set sample.tokens");
+    // An inconsistency that involves a value already refused is that error's echo (the default
+    // standing in for it), not an error of its own.
+    for (const ConfigError& e : m.problems())
+      if (std::none_of(e.keys.begin(), e.keys.end(), [&](const std::string& k) { return refused_.count(k); })) {
+        error(location_of_first_set(e.keys), e.what());
+        reported_.insert(e.keys.front());
+      }
+    check_combinations();
+    check_inert_keys();
+    if (!errors_.empty()) throw InputError(report());
     return recipe_;
   }
 
  private:
-  [[noreturn]] void fail(const std::string& at, const std::string& message) const {
-    throw InputError(at + ": " + message);
+  void bind_override(const std::string& text) {
+    const std::string at = "--set " + text;
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) return error(at, "expected section.key=value, e.g. --set optim.lr=3e-4");
+    const std::string key = text.substr(0, eq);
+    YAML::Node value;
+    try {
+      value = YAML::Load(text.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      return error(at, "the value is not valid YAML: " + e.msg);
+    }
+    where_[key] = at;
+    set_keys_.insert(key);
+    set(key, value, at);
+  }
+
+  // Keys of different sections that contradict each other.
+  void check_combinations() {
+    const auto& r = recipe_;
+    const auto& m = r.model;
+    check(r.data.seq_len <= m.max_seq_len, "data.seq_len",
+          "data.seq_len (" + std::to_string(r.data.seq_len) + ") exceeds model.max_seq_len (" +
+              std::to_string(m.max_seq_len) + "): the model has no positions beyond it", {"model.max_seq_len"});
+    check(m.arch != layers::Architecture::bert || r.data.seq_len >= 3, "data.seq_len",
+          "data.seq_len must be at least 3 for a BERT ([CLS], one token, [SEP])", {"model.arch"});
+    check(r.data.corpus != "files" || !r.data.train_path.empty(), "data.corpus",
+          "data.corpus is 'files' but data.train_path is empty: name a UTF-8 text file or folder", {"data.train_path"});
+    check(r.data.corpus != "brown" || r.data.train_path.empty(), "data.train_path",
+          "data.train_path is set but data.corpus is 'brown': set data.corpus: files to train on your own text",
+          {"data.corpus"});
+    check(r.data.corpus != "brown" || r.data.val_path.empty(), "data.val_path",
+          "data.val_path is set but data.corpus is 'brown' (which has its own validation split): set data.corpus: "
+          "files to use your own text", {"data.corpus"});
+    check(m.arch != layers::Architecture::gpt || r.sample.tokens == 0 || !r.sample.prompt.empty(), "sample.prompt",
+          "sample.prompt is empty: the sample printed after training continues it; give it some text, or set "
+          "sample.tokens: 0", {"sample.tokens", "model.arch"});
+    check(m.n_segments == 0, "model.n_segments",
+          "model.n_segments must be 0: segment (token type) embeddings need sentence-pair batches with segment ids, "
+          "which no batcher makes, so the table would never be used or trained");
+    check(r.schedule.kind == "constant" || r.schedule.min_lr <= r.optim.lr, "schedule.min_lr",
+          "schedule.min_lr must not exceed optim.lr", {"optim.lr", "schedule.kind"});
+    check(r.schedule.warmup_steps <= r.train.steps, "schedule.warmup_steps",
+          "schedule.warmup_steps (" + std::to_string(r.schedule.warmup_steps) + ") exceeds train.steps (" +
+              std::to_string(r.train.steps) +
+              (where_.count("train.steps") ? ", from " + where_.at("train.steps") : "") +
+              "): the warmup must end within the run; shorten it too, e.g. --set schedule.warmup_steps=" +
+              std::to_string(r.train.steps / 10) + " (a tenth of the run)",
+          {"train.steps"});
+    const std::optional<double> budget = parse_duration(r.train.time_budget);
+    check(budget.has_value(), "train.time_budget",
+          "train.time_budget: expected a duration such as 90s, 5m or 1.5h (or 0, none or empty for no budget), got '" +
+              r.train.time_budget + "'");
+    if (budget == 0.0) recipe_.train.time_budget = "";  // one spelling of "no budget" in the resolved recipe
+    check(!r.optim.nesterov || r.optim.name == "sgd", "optim.nesterov",
+          "optim.nesterov applies to optim.name: sgd only", {"optim.name"});
+    check(!r.optim.nesterov || r.optim.momentum > 0, "optim.nesterov", "Nesterov momentum needs optim.momentum > 0",
+          {"optim.momentum"});
+    check(m.arch == layers::Architecture::gpt || r.sample.tokens == 0 || !where_.count("sample.tokens"),
+          "sample.tokens", "sampling continues text with a GPT; a BERT recipe cannot set sample.tokens",
+          {"model.arch"});
+  }
+
+  // Keys the user wrote that have no effect (recipe_inert.h). A --set key is checked against the
+  // recipe it makes; a key of the file against the file as written too, and reported only when it has
+  // no effect there either: an override that changes the configuration (--set optim.name=sgd on a
+  // recipe that writes optim.beta2) leaves keys of the file inert that no --set could remove.
+  void check_inert_keys() {
+    auto unreported = [&](const std::set<std::string>& keys) {
+      return [&](const std::string& key) { return keys.count(key) && !reported_.count(key) && !refused_.count(key); };
+    };
+    std::set<std::string> from_file;  // written in the file only
+    for (const std::string& key : file_keys_)
+      if (!set_keys_.count(key)) from_file.insert(key);
+    std::set<std::string> inert_as_written;
+    for (const InertKey& inert : inert_keys(as_written_, unreported(from_file))) inert_as_written.insert(inert.key);
+    for (const InertKey& inert : inert_keys(recipe_, unreported(inert_as_written)))
+      error(where_.at(inert.key), inert.message);
+    for (const InertKey& inert : inert_keys(recipe_, unreported(set_keys_)))
+      error(where_.at(inert.key), inert.message);
+  }
+
+  void error(const std::string& at, const std::string& message) { errors_.push_back(at + ": " + message); }
+
+  // One error as it was always reported; several one a line, then their count.
+  std::string report() const {
+    std::string all;
+    for (const std::string& e : errors_) all += (all.empty() ? "" : "\n") + e;
+    if (errors_.size() > 1) all += "\n" + std::to_string(errors_.size()) + " errors in the recipe";
+    return all;
+  }
+
+  bool known_section(const std::string& name, const std::set<std::string>& known, const std::string& at) {
+    if (const size_t dot = name.find('.'); dot != std::string::npos && known.count(name.substr(0, dot))) {
+      error(at, "'" + name + "' is one YAML key with a dot in it; in a recipe, nest it: '" + name.substr(0, dot) +
+                    ":' on its own line, then '  " + name.substr(dot + 1) + ": ...' indented below it (the dotted "
+                    "form is for --set)");
+      return false;
+    }
+    if (known.count(name)) return true;
+    std::string list;
+    for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
+    error(at, "unknown section '" + name + "'" + did_you_mean(name + ".") + "; expected one of: " + list);
+    return false;
   }
 
   // A mapping key must be plain text; YAML also allows a list, a mapping or nothing ("? [a]: 1",
   // "? : 1"), which as<std::string>() would reject with a yaml-cpp exception, not an InputError.
-  std::string key_name(const YAML::Node& key, const std::string& at) const {
+  std::optional<std::string> key_name(const YAML::Node& key, const std::string& at) {
     if (key.IsScalar()) return key.Scalar();
-    fail(at, std::string("a key must be a name, got ") + (key.IsNull() ? "nothing" : key.IsMap() ? "a mapping" : "a list"));
+    error(at, std::string("a key must be a name, got ") +
+                  (key.IsNull() ? "nothing" : key.IsMap() ? "a mapping" : "a list"));
+    return std::nullopt;
   }
 
-  void check(bool ok, const std::string& key, const std::string& message) const {
-    if (ok) return;
+  // `also`: the other keys the check reads; when one of them (or `key`) was refused, the check is
+  // that error's echo and is skipped. One error per key.
+  void check(bool ok, const std::string& key, const std::string& message, const std::vector<std::string>& also = {}) {
+    if (ok || refused_.count(key) || reported_.count(key) ||
+        std::any_of(also.begin(), also.end(), [&](const std::string& k) { return refused_.count(k) > 0; }))
+      return;
     auto it = where_.find(key);
-    fail(it != where_.end() ? it->second : source_, message);
+    error(it != where_.end() ? it->second : source_, message);
+    reported_.insert(key);
   }
 
-  // For errors from ModelConfig::validate, which name keys but know no lines: the location of the
+  // For errors from ModelConfig::problems, which name keys but know no lines: the location of the
   // first of the error's keys that the recipe set, else the file.
   // A key given by --set first: the command line is where the user just changed something (a stored
   // recipe sets every key).
@@ -223,29 +317,34 @@ class Binder {
 
   void set(const std::string& key, const YAML::Node& value, const std::string& at) {
     const Field* field = find_field(key);
-    if (!field) fail(at, "unknown key '" + key + "'" + did_you_mean(key));
+    if (!field) return error(at, "unknown key '" + key + "'" + did_you_mean(key));
+    std::string text;  // what the field's setter reads
     if (field->is_list && value.IsSequence()) {
-      std::string items;
       for (const YAML::Node& item : value) {
-        if (!item.IsScalar()) fail(at, "key '" + key + "' expects " + article(field->type) + ", got a nested value");
-        items += (items.empty() ? "" : ", ") + item.Scalar();
+        if (!item.IsScalar())
+          return refuse(key, at, "key '" + key + "' expects " + article(field->type) + ", got a nested value");
+        text += (text.empty() ? "" : ", ") + item.Scalar();
       }
-      try {
-        field->set(recipe_, items);
-      } catch (const BadValue& bad) {
-        fail(at, "key '" + key + "' expects " + bad.expected + ", got [" + items + "]");
-      }
-      return;
-    }
-    if (!value.IsScalar()) {
+      text = "[" + text + "]";
+    } else if (value.IsScalar()) {
+      text = value.Scalar();
+    } else if (value.IsNull() && field->is_string) {
+      text = "";  // `key:` in YAML, `--set key=` on the command line: the empty text
+    } else {
       const char* got = value.IsNull() ? "nothing" : value.IsMap() ? "a mapping" : "a list";
-      fail(at, "key '" + key + "' expects " + article(field->type) + ", got " + got);
+      return refuse(key, at, "key '" + key + "' expects " + article(field->type) + ", got " + got);
     }
     try {
-      field->set(recipe_, value.Scalar());
+      field->set(recipe_, text);
     } catch (const BadValue& bad) {
-      fail(at, "key '" + key + "' expects " + bad.expected + ", got '" + value.Scalar() + "'");
+      refuse(key, at,
+             "key '" + key + "' expects " + bad.expected + ", got " + (value.IsSequence() ? text : "'" + text + "'"));
     }
+  }
+
+  void refuse(const std::string& key, const std::string& at, const std::string& message) {
+    error(at, message);
+    refused_.insert(key);
   }
 
   static std::string article(const std::string& type) {
@@ -256,17 +355,17 @@ class Binder {
   std::string source_;
   Recipe recipe_;
   std::map<std::string, std::string> where_;  // key -> "file:line:col" or "--set ..."
+  // Keys the user wrote: in the file (not a resolved recipe's, not the base's), and by --set.
+  std::set<std::string> file_keys_, set_keys_;
+  Recipe as_written_;  // the base and the file, before the overrides
+  std::set<std::string> refused_;   // keys whose value was refused
+  std::set<std::string> reported_;  // keys an inconsistency was reported at
+  std::vector<std::string> errors_;  // "<where>: <message>", in the order found
 };
 
-}  // namespace
-
-namespace {
-
-Recipe parse_with_default_dir(const std::string& text, const std::string& source,
-                              const std::vector<std::string>& overrides, const std::string& default_run_dir) {
-  YAML::Node root;
+YAML::Node load_yaml(const std::string& text, const std::string& source) {
   try {
-    root = YAML::Load(text);
+    return YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own message is a bare "bad file"
     throw InputError(mark(source, e.mark) + ": the YAML nests " + std::to_string(e.depth()) +
                      " levels deep here, more than the parser takes; a recipe has two levels, 'section:' and "
@@ -274,19 +373,27 @@ Recipe parse_with_default_dir(const std::string& text, const std::string& source
   } catch (const YAML::Exception& e) {
     throw InputError(mark(source, e.mark) + ": YAML syntax error: " + e.msg);
   }
+}
+
+Recipe parse_with_default_dir(const std::string& text, const std::string& source,
+                              const std::vector<std::string>& overrides, const std::string& default_run_dir,
+                              const RecipeBase& base) {
   Binder binder(source);
-  binder.bind_document(root);
-  for (const std::string& o : overrides) binder.bind_override(o);
+  if (!base.yaml.empty())
+    binder.bind_document(load_yaml(base.yaml, base.source), base.source, Origin::base, base.prefixes);
+  binder.bind_document(load_yaml(text, source), source);
+  binder.bind_overrides(overrides);
   return binder.finish(default_run_dir);
 }
 
 }  // namespace
 
-Recipe parse_recipe(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
-  return parse_with_default_dir(text, source, overrides, "");
+Recipe parse_recipe(const std::string& text, const std::string& source, const std::vector<std::string>& overrides,
+                    const RecipeBase& base) {
+  return parse_with_default_dir(text, source, overrides, "", base);
 }
 
-Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides, const RecipeBase& base) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {  // a folder reads as an empty recipe: refuse it
     std::vector<std::string> yaml;
@@ -303,7 +410,8 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
   std::stringstream text;
   text << in.rdbuf();
   // Each recipe gets its own run folder unless it names one: two recipes never share a folder by default.
-  return parse_with_default_dir(text.str(), path, overrides, "runs/" + std::filesystem::path(path).stem().string());
+  return parse_with_default_dir(text.str(), path, overrides, "runs/" + std::filesystem::path(path).stem().string(),
+                                base);
 }
 
 std::string Recipe::to_yaml() const {

@@ -3,8 +3,9 @@
 // A recipe overrides only what differs from the defaults below (docs/recipes.md lists every key
 // with its type, default and meaning). Validation happens before any work starts: unknown keys
 // (with a "did you mean"), duplicate keys, wrong types, out-of-range values and inconsistent
-// combinations are InputErrors that name the file, line and column, the key, and what was
-// expected. Command-line overrides (`--set optim.lr=3e-4`) are applied to the YAML tree first and
+// combinations, and keys the user wrote that have no effect (train/recipe_inert.h), are InputErrors
+// that name the file, line and column, the key, and what was expected; one message lists them all.
+// Command-line overrides (`--set optim.lr=3e-4`) are applied to the YAML tree first and
 // validated the same way; their errors name the override instead of a line.
 //
 //   Recipe r = load_recipe("recipes/gpt_brown_char.yaml", {"train.steps=500"});
@@ -57,12 +58,12 @@ struct TrainConfig {
   // off, or blocks: each transformer block keeps only its input and runs again during backward
   // (Note [recomputed blocks] in layers/block.cpp): the same numbers, less memory, ~1/4 more time
   std::string recompute = "off";
-  std::string time_budget;  // "" or a duration ("90s", "5m", "1.5h"): the step count is fixed from
-                            // the measured speed so the run ends on time (Note [time budget])
+  std::string time_budget;  // "" (also written 0 or none) or a duration ("90s", "5m", "1.5h"): the step
+                            // count is fixed from the measured speed so the run ends on time (Note [time budget])
 };
 
-// Seconds of a duration written as a number and a unit, s, m or h ("90s", "5m", "1.5h"); 0 for "";
-// nullopt when it is neither.
+// Seconds of a duration written as a number and a unit, s, m or h ("90s", "5m", "1.5h"); 0 for "",
+// "0" and "none" (no budget); nullopt when it is neither.
 std::optional<double> parse_duration(std::string_view text);
 
 struct EvalConfig {
@@ -104,14 +105,26 @@ struct Recipe {
   std::string to_yaml() const;  // every key, resolved; parses back to an equal recipe
 };
 
-// Parses and validates. `overrides` are "section.key=value" strings.
 // The candidate nearest to `word` by edit distance, if within max(3, |word| / 3); else "". For "did
 // you mean" suggestions (recipe keys, command names).
 std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
 
-Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {});
+// Values a recipe starts from instead of the defaults, for the keys it does not write: a fine-tuning
+// run takes its model from the checkpoint's stored recipe (train/fine_tune.h).
+struct RecipeBase {
+  std::string yaml;                   // a resolved recipe (Recipe::to_yaml)
+  std::string source;                 // where it came from, for messages ("runs/x/ckpt_00000020.h5:/recipe")
+  std::vector<std::string> prefixes;  // the keys taken from it, by prefix: {"model."}
+};
+
+// Parses and validates, reporting every error at once (one a line, then "<n> errors in the recipe";
+// a YAML syntax error alone). `overrides` are "section.key=value" strings. A key the user wrote (in
+// the file or by --set) that has no effect in the recipe's configuration is an error; a resolved
+// recipe's keys (to_yaml writes them all) are not checked for that, its overrides are.
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {},
+                   const RecipeBase& base = {});
 Recipe parse_recipe(const std::string& yaml_text, const std::string& source_name,
-                    const std::vector<std::string>& overrides = {});
+                    const std::vector<std::string>& overrides = {}, const RecipeBase& base = {});
 
 // One documented key of the schema, for docs and --help listings.
 struct RecipeKeyDoc {

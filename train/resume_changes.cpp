@@ -73,14 +73,17 @@ void check_fine_tune_changes(const std::filesystem::path& checkpoint, const Reci
   const Recipe stored = parse_recipe(checkpoint_recipe(checkpoint), checkpoint.string() + ":/recipe");
   std::vector<RecipeChange> refused;
   for (RecipeChange& c : recipe_changes(stored, given)) {
-    const bool free = c.key.rfind("model.", 0) != 0 || c.key == "model.dropout" || c.key == "model.attn_dropout" ||
-                      (inference_settable(c.key) && c.key != "model.max_seq_len");
+    // The run reads its text with the checkpoint's tokenizer: other tokenizer keys would do nothing.
+    const bool tokenizer = c.key == "data.tokenizer" || c.key == "data.bpe_vocab_size";
+    const bool free = (c.key.rfind("model.", 0) != 0 && !tokenizer) || c.key == "model.dropout" ||
+                      c.key == "model.attn_dropout" || (inference_settable(c.key) && c.key != "model.max_seq_len");
     if (!free) refused.push_back(std::move(c));
   }
   TF_CHECK_INPUT(refused.empty(), "--init-from: the recipe's model differs from the one in ", checkpoint.string(),
                  ", whose weights it would start from:", listing(refused),
-                 "\nFine-tuning keeps the model (its dropout rates, RoPE scaling and attention window may change); "
-                 "the data, optimizer, schedule and steps are the recipe's");
+                 "\nFine-tuning keeps the model (its dropout rates, RoPE scaling and attention window may change) "
+                 "and its tokenizer; the model keys a recipe leaves out are the checkpoint's; the data, optimizer, "
+                 "schedule and steps are the recipe's");
 }
 
 void check_resume_changes(const std::filesystem::path& checkpoint, const Recipe& given, bool accept,

@@ -29,8 +29,9 @@ std::vector<RecipeChange> recipe_changes(const Recipe& stored, const Recipe& giv
 void check_resume_changes(const std::filesystem::path& checkpoint, const Recipe& given, bool accept,
                           std::ostream& out);
 
-// train --init-from (fine-tuning): refuses a recipe whose model differs from the checkpoint's, key by
-// key, but for its dropout rates and the keys eval may set (context length, RoPE scaling, window).
+// train --init-from (fine-tuning): refuses a recipe whose model or tokenizer keys differ from the
+// checkpoint's, key by key, but for its dropout rates and the keys eval may set (RoPE scaling, window).
+// (load_fine_tune_recipe in fine_tune.h takes the keys a recipe does not write from the checkpoint.)
 void check_fine_tune_changes(const std::filesystem::path& checkpoint, const Recipe& given);
 
 // eval and sample with --set: refuses (InputError, key by key) every change but the few that leave

@@ -19,6 +19,9 @@ void check_sequence_parallel(const Recipe& r, int64_t ranks) {
   if (!sequence_parallel(r)) return;
   const layers::ModelConfig& m = r.model;
   const std::string key = "train.sequence_parallel: " + r.train.sequence_parallel;
+  // The rank count is known only here, not when the recipe is read: one process would hold every chunk.
+  TF_CHECK_INPUT(ranks > 1, key, " splits each sequence over the ranks of mpirun, and this run is one process, "
+                 "so it has no effect: run under mpirun -np N (N >= 2), or set train.sequence_parallel: off");
   TF_CHECK_INPUT(m.arch == layers::Architecture::gpt, key, " splits the sequences of a GPT; model.arch is bert");
   for (int64_t l = 0; l < m.n_layers; ++l)
     TF_CHECK_INPUT(m.mixer(l) == layers::MixerKind::attention, key, " runs softmax attention round the ring; layer ", l,

@@ -17,7 +17,7 @@ namespace tf::train {
 bool sequence_parallel(const Recipe& recipe);
 
 // Throws InputError naming train.sequence_parallel and the key in the way when the recipe's model
-// cannot be split over `ranks` ranks: a GPT of softmax-attention layers, positions none, sinusoidal,
+// cannot be split over `ranks` ranks (one rank has nothing to split it over): a GPT of softmax-attention layers, positions none, sinusoidal,
 // learned or rope, no window, sparse pattern or attention dropout, and data.seq_len a multiple of
 // the chunks (N, or 2N for zigzag).
 void check_sequence_parallel(const Recipe& recipe, int64_t ranks);

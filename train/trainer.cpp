@@ -24,6 +24,7 @@
 #include "train/checkpoint.h"
 #include "train/continuation.h"
 #include "train/evaluate.h"
+#include "train/fine_tune.h"
 #include "train/interrupt.h"
 #include "train/plan.h"
 #include "train/progress.h"
@@ -210,6 +211,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
   // A dry run writes nothing: it reads a valid token cache, and writes none.
   const bool write_cache = !options.dry_run;
   std::vector<int32_t> train_ids = data::tokenize_cached(corpus.train, *tokenizer, recipe.data.cache_dir, write_cache).ids;
+  if (init_from) warn_unknown_text(*tokenizer, train_ids, *init_from, out);
   std::vector<int32_t> val_ids = data::tokenize_cached(corpus.val, *tokenizer, recipe.data.cache_dir, write_cache).ids;
   check_token_counts(recipe, train_ids.size(), val_ids.size());
   // A run that cannot fit is refused before anything is allocated (or any earlier run moved aside).

@@ -26,7 +26,8 @@ struct TrainOptions {
   double more_seconds = 0;             // with resume: train this many more seconds (train/continuation.h)
   // Fine-tuning: a fresh run (step 0, a new optimizer, its own run folder) whose model starts from
   // this checkpoint's weights and uses its tokenizer. The recipe's model must be the checkpoint's
-  // (train/resume_changes.h: check_fine_tune_changes); data, optimizer, schedule and steps are free.
+  // (train/resume_changes.h: check_fine_tune_changes; train/fine_tune.h: load_fine_tune_recipe takes
+  // the model keys a recipe leaves out from the checkpoint); data, optimizer, schedule and steps are free.
   std::optional<std::string> init_from;
   bool sample_at_end = true;           // GPT: print recipe.sample.tokens of text after training
   std::string profile;                 // "wall" or "cpu": print time per op and phase at the end

@@ -67,99 +67,119 @@ TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
 }
 
 void ModelConfig::validate() const {
-  TF_CHECK_CONFIG(vocab_size > 0, ({"model.vocab_size"}), "model.vocab_size must be positive, got ", vocab_size);
-  TF_CHECK_CONFIG(max_seq_len > 0, ({"model.max_seq_len"}), "model.max_seq_len must be positive, got ", max_seq_len);
-  TF_CHECK_CONFIG(d_model > 0 && n_layers > 0 && n_heads > 0, ({"model.d_model", "model.n_layers", "model.n_heads"}),
-                  "model.d_model, n_layers and n_heads must be positive");
-  TF_CHECK_CONFIG(d_head > 0 || d_model % n_heads == 0, ({"model.d_model", "model.n_heads"}), "model.d_model (",
-                  d_model, ") must be divisible by model.n_heads (", n_heads, "), or model.head_dim given");
-  TF_CHECK_CONFIG(d_head >= 0, ({"model.head_dim"}), "model.head_dim must be >= 0 (0 means d_model / n_heads), got ",
-                  d_head);
-  TF_CHECK_CONFIG(n_kv_heads >= 0 && (n_kv_heads == 0 || n_heads % n_kv_heads == 0),
-                  ({"model.n_heads", "model.n_kv_heads"}), "model.n_heads (", n_heads,
-                  ") must be a multiple of model.n_kv_heads (", n_kv_heads, ")");
-  TF_CHECK_CONFIG(position != PositionEncoding::rope || head_dim() % 2 == 0,
-                  ({"model.position", "model.head_dim", "model.d_model", "model.n_heads"}),
-                  "model.position rope needs an even head_dim, got ", head_dim());
+  std::vector<ConfigError> found = problems();
+  if (!found.empty()) throw found.front();
+}
+
+// Checks that would read a field an earlier check found broken are skipped: a group size from an
+// n_kv_heads that does not divide n_heads (it can be 0), a per-layer list of the wrong length.
+std::vector<ConfigError> ModelConfig::problems() const {
+  std::vector<ConfigError> found;
+  TF_NOTE_CONFIG(found, vocab_size > 0, ({"model.vocab_size"}), "model.vocab_size must be positive, got ",
+                 vocab_size);
+  TF_NOTE_CONFIG(found, max_seq_len > 0, ({"model.max_seq_len"}), "model.max_seq_len must be positive, got ",
+                 max_seq_len);
+  TF_NOTE_CONFIG(found, d_model > 0 && n_layers > 0 && n_heads > 0,
+                 ({"model.d_model", "model.n_layers", "model.n_heads"}),
+                 "model.d_model, n_layers and n_heads must be positive");
+  if (!found.empty()) return found;  // every check below divides by one of them
+  const bool heads_divide = d_head > 0 || d_model % n_heads == 0;
+  TF_NOTE_CONFIG(found, heads_divide, ({"model.d_model", "model.n_heads"}), "model.d_model (",
+                 d_model, ") must be divisible by model.n_heads (", n_heads, "), or model.head_dim given");
+  TF_NOTE_CONFIG(found, d_head >= 0, ({"model.head_dim"}),
+                 "model.head_dim must be >= 0 (0 means d_model / n_heads), got ", d_head);
+  const bool groups = n_kv_heads >= 0 && (n_kv_heads == 0 || n_heads % n_kv_heads == 0);  // group_size() >= 1
+  TF_NOTE_CONFIG(found, groups, ({"model.n_heads", "model.n_kv_heads"}), "model.n_heads (", n_heads,
+                 ") must be a multiple of model.n_kv_heads (", n_kv_heads, ")");
+  TF_NOTE_CONFIG(found, !heads_divide || position != PositionEncoding::rope || head_dim() % 2 == 0,
+                 ({"model.position", "model.head_dim", "model.d_model", "model.n_heads"}),
+                 "model.position rope needs an even head_dim, got ", head_dim());
+  const bool one_count_per_layer =
+      heads_per_layer.empty() || static_cast<int64_t>(heads_per_layer.size()) == n_layers;
   if (!heads_per_layer.empty()) {
-    TF_CHECK_CONFIG(static_cast<int64_t>(heads_per_layer.size()) == n_layers,
-                    ({"model.heads_per_layer", "model.n_layers"}), "model.heads_per_layer lists ",
-                    heads_per_layer.size(), " layers, model.n_layers is ", n_layers);
-    for (size_t l = 0; l < heads_per_layer.size(); ++l)
-      TF_CHECK_CONFIG(heads_per_layer[l] > 0 && heads_per_layer[l] % group_size() == 0, ({"model.heads_per_layer"}),
-                      "model.heads_per_layer: layer ", l, " has ", heads_per_layer[l],
-                      " heads; each layer needs at least one, a multiple of the group size n_heads / n_kv_heads = ",
-                      group_size());
+    TF_NOTE_CONFIG(found, one_count_per_layer, ({"model.heads_per_layer", "model.n_layers"}),
+                   "model.heads_per_layer lists ", heads_per_layer.size(), " layers, model.n_layers is ", n_layers);
+    for (size_t l = 0; groups && l < heads_per_layer.size(); ++l)
+      TF_NOTE_CONFIG(found, heads_per_layer[l] > 0 && heads_per_layer[l] % group_size() == 0,
+                     ({"model.heads_per_layer"}), "model.heads_per_layer: layer ", l, " has ", heads_per_layer[l],
+                     " heads; each layer needs at least one, a multiple of the group size n_heads / n_kv_heads = ",
+                     group_size());
     // ALiBi's slope is a function of a head's index among n_heads (Press et al. 2022, section 3); a layer
     // with heads removed would give its remaining heads other slopes than they were trained with.
-    TF_CHECK_CONFIG(position != PositionEncoding::alibi, ({"model.heads_per_layer", "model.position"}),
-                    "model.heads_per_layer cannot be used with model.position alibi: each head's slope follows its "
-                    "index among model.n_heads");
+    TF_NOTE_CONFIG(found, position != PositionEncoding::alibi, ({"model.heads_per_layer", "model.position"}),
+                   "model.heads_per_layer cannot be used with model.position alibi: each head's slope follows its "
+                   "index among model.n_heads");
   }
-  validate_mixers();
+  if (groups && one_count_per_layer) mixer_problems(found);  // heads(l) and kv_heads(l) read both
   const ops::RopeScaling& sc = rope_scaling;
-  TF_CHECK_CONFIG(sc.factor >= 1 && std::isfinite(sc.factor), ({"model.rope_scaling_factor"}),
-                  "model.rope_scaling_factor must be >= 1 (the new context over the trained one), got ", sc.factor);
-  TF_CHECK_CONFIG(sc.kind != ops::RopeScalingKind::none || sc.factor == 1,
-                  ({"model.rope_scaling_factor", "model.rope_scaling"}), "model.rope_scaling_factor ", sc.factor,
-                  " does nothing without model.rope_scaling (linear, ntk or yarn)");
-  TF_CHECK_CONFIG(sc.kind == ops::RopeScalingKind::none || position == PositionEncoding::rope,
-                  ({"model.rope_scaling", "model.position"}), "model.rope_scaling ",
-                  ops::rope_scaling_name(sc.kind), " stretches RoPE's angles: it needs model.position: rope, got ",
-                  position_encoding_name(position));
-  TF_CHECK_CONFIG(sc.kind != ops::RopeScalingKind::yarn || sc.original_context > 0,
-                  ({"model.rope_original_context", "model.rope_scaling"}),
-                  "model.rope_scaling yarn needs model.rope_original_context, the context length the model was "
-                  "trained at (its data.seq_len), got ", sc.original_context);
-  TF_CHECK_CONFIG(sc.alpha >= 0 && sc.alpha < sc.beta, ({"model.yarn_alpha", "model.yarn_beta"}),
-                  "model.yarn_alpha must be >= 0 and below model.yarn_beta, got ", sc.alpha, " and ", sc.beta);
-  TF_CHECK_CONFIG(relative_buckets >= 4 && relative_buckets % 2 == 0, ({"model.relative_buckets"}),
-                  "model.relative_buckets must be even and >= 4 (half exact, half logarithmic; a BERT splits them "
-                  "between keys before and after the query), got ", relative_buckets);
-  TF_CHECK_CONFIG(relative_max_distance >= relative_buckets, ({"model.relative_max_distance"}),
-                  "model.relative_max_distance must be >= model.relative_buckets (", relative_buckets, "), got ",
-                  relative_max_distance);
-  TF_CHECK_CONFIG((attention.global_tokens == 0 && attention.random_blocks == 0) || attention.window > 0,
-                  ({"model.attention_global_tokens", "model.attention_random_blocks", "model.attention_window"}),
-                  "model.attention_global_tokens and model.attention_random_blocks add keys to a sliding window: "
-                  "set model.attention_window too (without one every key is already seen)");
-  TF_CHECK_CONFIG(attention.global_tokens >= 0 && attention.random_blocks >= 0 && attention.sparse_block > 0,
-                  ({"model.attention_global_tokens", "model.attention_random_blocks", "model.attention_block_size"}),
-                  "model.attention_global_tokens and attention_random_blocks must be >= 0 and attention_block_size > 0");
-  TF_CHECK_CONFIG(attention.window >= 0, ({"model.attention_window"}),
-                  "model.attention_window must be >= 0 (0 means no window), got ", attention.window);
-  TF_CHECK_CONFIG(dropout >= 0 && dropout < 1, ({"model.dropout"}), "model.dropout must be in [0, 1), got ", dropout);
-  TF_CHECK_CONFIG(attn_dropout >= 0 && attn_dropout < 1, ({"model.attn_dropout"}),
-                  "model.attn_dropout must be in [0, 1), got ", attn_dropout);
-  TF_CHECK_CONFIG(ln_eps > 0, ({"model.ln_eps"}), "model.ln_eps must be positive, got ", ln_eps);
-  TF_CHECK_CONFIG(d_ff >= 0, ({"model.d_ff"}), "model.d_ff must be >= 0 (0 means 4 * d_model), got ", d_ff);
-  TF_CHECK_CONFIG(arch == Architecture::bert || n_segments == 0, ({"model.n_segments"}),
-                  "model.n_segments is a BERT option");
-  TF_CHECK_CONFIG(causal == (arch == Architecture::gpt), ({"model.causal", "model.arch"}), "model.causal must be ",
-                  arch == Architecture::gpt ? "true for a GPT (a causal language model)"
-                                            : "false for a BERT (a bidirectional masked language model)");
-  TF_CHECK_CONFIG(arch == Architecture::gpt || tie_embeddings, ({"model.tie_embeddings", "model.arch"}),
-                  "model.tie_embeddings must be true for a BERT: its MLM decoder is the token embedding");
+  TF_NOTE_CONFIG(found, sc.factor >= 1 && std::isfinite(sc.factor), ({"model.rope_scaling_factor"}),
+                 "model.rope_scaling_factor must be >= 1 (the new context over the trained one), got ", sc.factor);
+  TF_NOTE_CONFIG(found, sc.kind != ops::RopeScalingKind::none || sc.factor == 1,
+                 ({"model.rope_scaling_factor", "model.rope_scaling"}), "model.rope_scaling_factor ", sc.factor,
+                 " does nothing without model.rope_scaling (linear, ntk or yarn)");
+  TF_NOTE_CONFIG(found, sc.kind == ops::RopeScalingKind::none || position == PositionEncoding::rope,
+                 ({"model.rope_scaling", "model.position"}), "model.rope_scaling ",
+                 ops::rope_scaling_name(sc.kind), " stretches RoPE's angles: it needs model.position: rope, got ",
+                 position_encoding_name(position));
+  // (YaRN without RoPE is the error above; its own needs are asked of a RoPE model only.)
+  TF_NOTE_CONFIG(found,
+                 sc.kind != ops::RopeScalingKind::yarn || position != PositionEncoding::rope || sc.original_context > 0,
+                 ({"model.rope_original_context", "model.rope_scaling"}),
+                 "model.rope_scaling yarn needs model.rope_original_context, the context length the model was "
+                 "trained at (its data.seq_len), got ", sc.original_context);
+  TF_NOTE_CONFIG(found, sc.alpha >= 0 && sc.alpha < sc.beta, ({"model.yarn_alpha", "model.yarn_beta"}),
+                 "model.yarn_alpha must be >= 0 and below model.yarn_beta, got ", sc.alpha, " and ", sc.beta);
+  TF_NOTE_CONFIG(found, relative_buckets >= 4 && relative_buckets % 2 == 0, ({"model.relative_buckets"}),
+                 "model.relative_buckets must be even and >= 4 (half exact, half logarithmic; a BERT splits them "
+                 "between keys before and after the query), got ", relative_buckets);
+  TF_NOTE_CONFIG(found, relative_max_distance >= relative_buckets, ({"model.relative_max_distance"}),
+                 "model.relative_max_distance must be >= model.relative_buckets (", relative_buckets, "), got ",
+                 relative_max_distance);
+  TF_NOTE_CONFIG(found, (attention.global_tokens == 0 && attention.random_blocks == 0) || attention.window > 0,
+                 ({"model.attention_global_tokens", "model.attention_random_blocks", "model.attention_window"}),
+                 "model.attention_global_tokens and model.attention_random_blocks add keys to a sliding window: "
+                 "set model.attention_window too (without one every key is already seen)");
+  TF_NOTE_CONFIG(found, attention.global_tokens >= 0 && attention.random_blocks >= 0 && attention.sparse_block > 0,
+                 ({"model.attention_global_tokens", "model.attention_random_blocks", "model.attention_block_size"}),
+                 "model.attention_global_tokens and attention_random_blocks must be >= 0 and attention_block_size > 0");
+  TF_NOTE_CONFIG(found, attention.window >= 0, ({"model.attention_window"}),
+                 "model.attention_window must be >= 0 (0 means no window), got ", attention.window);
+  TF_NOTE_CONFIG(found, dropout >= 0 && dropout < 1, ({"model.dropout"}), "model.dropout must be in [0, 1), got ",
+                 dropout);
+  TF_NOTE_CONFIG(found, attn_dropout >= 0 && attn_dropout < 1, ({"model.attn_dropout"}),
+                 "model.attn_dropout must be in [0, 1), got ", attn_dropout);
+  TF_NOTE_CONFIG(found, ln_eps > 0, ({"model.ln_eps"}), "model.ln_eps must be positive, got ", ln_eps);
+  TF_NOTE_CONFIG(found, d_ff >= 0, ({"model.d_ff"}), "model.d_ff must be >= 0 (0 means 4 * d_model), got ", d_ff);
+  TF_NOTE_CONFIG(found, arch == Architecture::bert || n_segments == 0, ({"model.n_segments"}),
+                 "model.n_segments is a BERT option");
+  TF_NOTE_CONFIG(found, causal == (arch == Architecture::gpt), ({"model.causal", "model.arch"}),
+                 "model.causal must be ",
+                 arch == Architecture::gpt ? "true for a GPT (a causal language model)"
+                                           : "false for a BERT (a bidirectional masked language model)");
+  TF_NOTE_CONFIG(found, arch == Architecture::gpt || tie_embeddings, ({"model.tie_embeddings", "model.arch"}),
+                 "model.tie_embeddings must be true for a BERT: its MLM decoder is the token embedding");
+  return found;
 }
 
 // Differential attention pairs heads: each pair of query heads, and of key/value heads, becomes one
 // differential head (Ye et al. 2024, section 2.1), so both counts must be even in each such layer.
 // Its two maps take the mask options, RoPE and ALiBi like any softmax layer; T5's table (one row per
 // softmax head) and dropout on the probabilities have no counterpart in the paper and are refused.
-void ModelConfig::validate_differential() const {
+void ModelConfig::differential_problems(std::vector<ConfigError>& found) const {
   if (std::count(mixers.begin(), mixers.end(), MixerKind::differential) == 0) return;
   for (int64_t l = 0; l < n_layers; ++l) {
     if (mixer(l) != MixerKind::differential) continue;
-    TF_CHECK_CONFIG(heads(l) % 2 == 0 && kv_heads(l) % 2 == 0, ({"model.n_heads", "model.n_kv_heads", "model.mixer"}),
-                    "model.mixer differential pairs heads: layer ", l, " needs an even number of query heads and "
-                    "of key/value heads, got ", heads(l), " and ", kv_heads(l));
+    TF_NOTE_CONFIG(found, heads(l) % 2 == 0 && kv_heads(l) % 2 == 0,
+                   ({"model.n_heads", "model.n_kv_heads", "model.mixer"}),
+                   "model.mixer differential pairs heads: layer ", l, " needs an even number of query heads and "
+                   "of key/value heads, got ", heads(l), " and ", kv_heads(l));
   }
-  TF_CHECK_CONFIG(position != PositionEncoding::t5, ({"model.position", "model.mixer"}),
-                  "model.mixer differential does not take model.position t5 (its bias table has a row per softmax "
-                  "head); use rope, alibi, learned, sinusoidal or none");
-  TF_CHECK_CONFIG(attn_dropout == 0, ({"model.attn_dropout", "model.mixer"}),
-                  "model.mixer differential does not take model.attn_dropout (the paper drops no attention "
-                  "probabilities); set it to 0");
+  TF_NOTE_CONFIG(found, position != PositionEncoding::t5, ({"model.position", "model.mixer"}),
+                 "model.mixer differential does not take model.position t5 (its bias table has a row per softmax "
+                 "head); use rope, alibi, learned, sinusoidal or none");
+  TF_NOTE_CONFIG(found, attn_dropout == 0, ({"model.attn_dropout", "model.mixer"}),
+                 "model.mixer differential does not take model.attn_dropout (the paper drops no attention "
+                 "probabilities); set it to 0");
 }
 
 // What each mixer supports (layers/mixer.h). Linear attention and Mamba form no scores, so the
@@ -167,23 +187,23 @@ void ModelConfig::validate_differential() const {
 // not survive phi, windows and sparse patterns, dropout on probabilities) act on the softmax layers
 // of a hybrid only; in a model of such layers alone they would act on nothing, which is refused.
 // Linear attention's state is per query head (no grouped key/value heads); Mamba is causal (GPT).
-void ModelConfig::validate_mixers() const {
-  TF_CHECK_CONFIG(mixers.empty() || n_layers % static_cast<int64_t>(mixers.size()) == 0,
-                  ({"model.mixer", "model.n_layers"}), "model.mixer lists a pattern of ", mixers.size(),
-                  " layers, which does not divide model.n_layers ", n_layers, " (it repeats over the layers)");
-  validate_differential();
+void ModelConfig::mixer_problems(std::vector<ConfigError>& found) const {
+  TF_NOTE_CONFIG(found, mixers.empty() || n_layers % static_cast<int64_t>(mixers.size()) == 0,
+                 ({"model.mixer", "model.n_layers"}), "model.mixer lists a pattern of ", mixers.size(),
+                 " layers, which does not divide model.n_layers ", n_layers, " (it repeats over the layers)");
+  differential_problems(found);
   const auto linear = std::count(mixers.begin(), mixers.end(), MixerKind::linear);
   const auto mamba = std::count(mixers.begin(), mixers.end(), MixerKind::mamba);
-  TF_CHECK_CONFIG(linear == 0 || kv_heads() == n_heads, ({"model.n_kv_heads", "model.mixer"}),
-                  "model.mixer linear keeps one key/value head per query head: model.n_kv_heads must be 0 or "
-                  "model.n_heads");
+  TF_NOTE_CONFIG(found, linear == 0 || kv_heads() == n_heads, ({"model.n_kv_heads", "model.mixer"}),
+                 "model.mixer linear keeps one key/value head per query head: model.n_kv_heads must be 0 or "
+                 "model.n_heads");
   if (mamba > 0) {
-    TF_CHECK_CONFIG(arch == Architecture::gpt, ({"model.mixer", "model.arch"}),
-                    "model.mixer mamba is a causal mixer (a recurrence over time): a BERT cannot use it");
-    TF_CHECK_CONFIG(mamba_expand > 0 && mamba_state > 0 && mamba_conv > 0,
-                    ({"model.mamba_expand", "model.mamba_state", "model.mamba_conv"}),
-                    "model.mamba_expand, mamba_state and mamba_conv must be positive, got ", mamba_expand, ", ",
-                    mamba_state, ", ", mamba_conv);
+    TF_NOTE_CONFIG(found, arch == Architecture::gpt, ({"model.mixer", "model.arch"}),
+                   "model.mixer mamba is a causal mixer (a recurrence over time): a BERT cannot use it");
+    TF_NOTE_CONFIG(found, mamba_expand > 0 && mamba_state > 0 && mamba_conv > 0,
+                   ({"model.mamba_expand", "model.mamba_state", "model.mamba_conv"}),
+                   "model.mamba_expand, mamba_state and mamba_conv must be positive, got ", mamba_expand, ", ",
+                   mamba_state, ", ", mamba_conv);
   }
   const auto scoreless = linear + mamba;  // layers that form no attention scores
   if (scoreless == 0 || scoreless < static_cast<int64_t>(mixers.size())) return;  // softmax layers take the rest
@@ -191,16 +211,16 @@ void ModelConfig::validate_mixers() const {
                             " in every layer";
   const bool absolute = position == PositionEncoding::none || position == PositionEncoding::sinusoidal ||
                         position == PositionEncoding::learned;
-  TF_CHECK_CONFIG(absolute, ({"model.position", "model.mixer"}), every, " takes model.position none, sinusoidal or "
-                  "learned, got ", position_encoding_name(position), " (ALiBi and T5 act on scores, which these "
-                  "layers never form, and RoPE rotates queries and keys)");
-  TF_CHECK_CONFIG(attention.window == 0 && attention.global_tokens == 0 && attention.random_blocks == 0,
-                  ({"model.attention_window", "model.attention_global_tokens", "model.attention_random_blocks",
-                    "model.mixer"}),
-                  "model.attention_window and the sparse patterns mask scores: with ", every, " they would act on "
-                  "nothing");
-  TF_CHECK_CONFIG(attn_dropout == 0, ({"model.attn_dropout", "model.mixer"}),
-                  "model.attn_dropout drops attention probabilities: with ", every, " it would act on nothing");
+  TF_NOTE_CONFIG(found, absolute, ({"model.position", "model.mixer"}), every,
+                 " takes model.position none, sinusoidal or learned, got ", position_encoding_name(position),
+                 " (ALiBi and T5 act on scores, which these layers never form, and RoPE rotates queries and keys)");
+  TF_NOTE_CONFIG(found, attention.window == 0 && attention.global_tokens == 0 && attention.random_blocks == 0,
+                 ({"model.attention_window", "model.attention_global_tokens", "model.attention_random_blocks",
+                   "model.mixer"}),
+                 "model.attention_window and the sparse patterns mask scores: with ", every, " they would act on "
+                 "nothing");
+  TF_NOTE_CONFIG(found, attn_dropout == 0, ({"model.attn_dropout", "model.mixer"}),
+                 "model.attn_dropout drops attention probabilities: with ", every, " it would act on nothing");
 }
 
 }  // namespace tf::layers

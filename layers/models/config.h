@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/error.h"
 #include "framework/ops/activation.h"
 #include "framework/ops/rope.h"
 #include "layers/block.h"
@@ -69,10 +70,14 @@ struct ModelConfig {
   // The block options this config implies; causal for GPT. GPT-2's scaled init of the residual
   // projections: std = init_std / sqrt(2 n_layers) (Radford et al. 2019, section 2.3).
   TransformerBlock::Options block_options(int64_t layer) const;
-  // Throws InputError naming the field for inconsistent combinations.
+  // Throws the first of problems(): a ConfigError naming the fields of an inconsistent combination.
   void validate() const;
-  void validate_mixers() const;  // the options each layer's mixer supports (part of validate)
-  void validate_differential() const;  // differential layers: paired heads, no T5 table, no attention dropout
+  // Every inconsistent combination, each a ConfigError naming its fields (a recipe reports them all).
+  std::vector<ConfigError> problems() const;
+
+ private:
+  void mixer_problems(std::vector<ConfigError>& found) const;  // the options each layer's mixer supports
+  void differential_problems(std::vector<ConfigError>& found) const;  // paired heads, no T5 table or attention dropout
 };
 
 }  // namespace tf::layers

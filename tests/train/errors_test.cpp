@@ -179,7 +179,7 @@ TEST_F(Errors, AnomalyModeNamesTheOpTheLayerAndTheStep) {
   const Outcome o = run({"train", (tmp_ / "run" / "recipe.yaml").string(), "--anomaly", "--overwrite", "--set",
                          "optim.name=sgd", "--set", "optim.lr=10", "--set", "optim.momentum=0.9", "--set",
                          "optim.weight_decay=0", "--set", "schedule.kind=constant", "--set", "schedule.warmup_steps=0",
-                         "--set", "schedule.min_lr=0", "--set", "train.grad_clip=0", "--set", "model.init_std=1.0",
+                         "--set", "train.grad_clip=0", "--set", "model.init_std=1.0",
                          "--set", "train.steps=200", "--set", "eval.interval=0"});
   EXPECT_EQ(o.code, 2);
   EXPECT_TRUE(std::regex_search(o.err, std::regex("error: step [0-9]+: anomaly: (the backward of )?op '[a-z_]+' in layer '")))

@@ -1,8 +1,11 @@
 // Recipe parsing: defaults, overrides, the resolved YAML round trip, and bad recipes whose errors
-// name the file, line, column, key and what was expected.
+// name the file, line, column, key and what was expected (keys without effect among them), all of
+// them at once.
 #include "train/recipe.h"
 
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "support/errors.h"
 #include "train/recipe_schema.h"
@@ -66,6 +69,12 @@ struct BadCase {
 
 class BadRecipe : public ::testing::TestWithParam<BadCase> {};
 
+std::string case_name(const ::testing::TestParamInfo<BadCase>& info) {
+  std::string name;
+  for (char ch : std::string(info.param.what)) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return name;
+}
+
 TEST_P(BadRecipe, ErrorNamesFileLineKeyAndExpectation) {
   const BadCase& c = GetParam();
   const std::string message = error_of(c.text, c.overrides);
@@ -113,11 +122,64 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"global tokens without a window", "model:\n  attention_global_tokens: 2\n", {}, {"bad.yaml:2:3", "set model.attention_window too"}},
         BadCase{"rope scaling without rope", "model:\n  rope_scaling: yarn\n", {}, {"bad.yaml:2:3", "it needs model.position: rope, got learned"}},
         BadCase{"rope scaling factor below 1", "model:\n  position: rope\n  rope_scaling: ntk\n  rope_scaling_factor: 0.5\n", {}, {"bad.yaml:4:3", "model.rope_scaling_factor", "[1.0, inf)"}}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string name;
-      for (char ch : std::string(info.param.what)) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-      return name;
-    });
+    case_name);
+
+// A key written in the recipe or by --set that its configuration never reads (train/recipe_inert.h).
+INSTANTIATE_TEST_SUITE_P(
+    KeysWithoutEffect, BadRecipe,
+    ::testing::Values(
+        // The default value written out is still a key that does nothing.
+        BadCase{"rope option with learned positions", "model:\n  rope_theta: 10000\n", {},
+                {"bad.yaml:2:3: model.rope_theta has no effect: model.position is learned, and only rope turns "
+                 "queries and keys; remove the key, or set model.position: rope"}},
+        BadCase{"yarn option with ntk", "model:\n  position: rope\n  rope_scaling: ntk\n  rope_scaling_factor: 2\n"
+                "  yarn_beta: 8\n", {},
+                {"bad.yaml:5:3: model.yarn_beta has no effect: model.rope_scaling is ntk, and only yarn reads it"}},
+        BadCase{"scaling factor without scaling", "model:\n  position: rope\n  rope_scaling_factor: 1\n", {},
+                {"bad.yaml:3:3: model.rope_scaling_factor has no effect: model.rope_scaling is none"}},
+        BadCase{"t5 option with rope", "model:\n  position: rope\n  relative_buckets: 16\n", {},
+                {"bad.yaml:3:3: model.relative_buckets has no effect: model.position is rope, and only t5"}},
+        BadCase{"mamba option without a mamba layer", "model:\n  mixer: [attention, linear]\n  mamba_state: 8\n", {},
+                {"bad.yaml:3:3: model.mamba_state has no effect: model.mixer has no mamba layer"}},
+        BadCase{"heads in a mamba-only model", "model:\n  mixer: mamba\n  position: none\n  n_heads: 4\n", {},
+                {"bad.yaml:4:3: model.n_heads has no effect: model.mixer is mamba in every layer"}},
+        BadCase{"window covering the context", "model:\n  max_seq_len: 128\n  attention_window: 128\ndata:\n"
+                "  seq_len: 128\n", {},
+                {"bad.yaml:3:3: model.attention_window (128) covers the whole context of data.seq_len (128) and "
+                 "model.max_seq_len (128), so it has no effect"}},
+        BadCase{"global tokens beside such a window", "model:\n  attention_window: 300\n  attention_global_tokens: 2\n",
+                {},
+                {"bad.yaml:2:3: model.attention_window (300) covers the whole context of data.seq_len (128) and "
+                 "model.max_seq_len (256)",
+                 "bad.yaml:3:3: model.attention_global_tokens has no effect: model.attention_window (300) covers",
+                 "2 errors in the recipe"}},
+        BadCase{"BigBird block without random blocks", "model:\n  attention_window: 16\n  attention_block_size: 8\n",
+                {}, {"bad.yaml:3:3: model.attention_block_size has no effect: model.attention_random_blocks is 0"}},
+        BadCase{"gelu form with swiglu in a GPT", "model:\n  feed_forward: swiglu\n  gelu: erf\n", {},
+                {"bad.yaml:3:3: model.gelu has no effect: model.feed_forward is swiglu"}},
+        BadCase{"BPE size with the char tokenizer", "data:\n  bpe_vocab_size: 2048\n", {},
+                {"bad.yaml:2:3: data.bpe_vocab_size has no effect: data.tokenizer is char"}},
+        BadCase{"mask_prob in a GPT", "data:\n  mask_prob: 0.2\n", {},
+                {"bad.yaml:2:3: data.mask_prob has no effect: model.arch is gpt"}},
+        BadCase{"brown_dir with your own files", "data:\n  corpus: files\n  train_path: t.txt\n  brown_dir: b\n", {},
+                {"bad.yaml:4:3: data.brown_dir has no effect: data.corpus is files"}},
+        BadCase{"Adam's beta with SGD", "optim:\n  name: sgd\n  beta2: 0.95\n", {},
+                {"bad.yaml:3:3: optim.beta2 has no effect: optim.name is sgd"}},
+        BadCase{"momentum with AdamW", "optim:\n  momentum: 0.8\n", {},
+                {"bad.yaml:2:3: optim.momentum has no effect: optim.name is adamw"}},
+        BadCase{"decay flags without decay", "optim:\n  weight_decay: 0\n  decay_embeddings: true\n", {},
+                {"bad.yaml:3:3: optim.decay_embeddings has no effect: optim.weight_decay is 0"}},
+        BadCase{"min_lr with a constant schedule", "schedule:\n  kind: constant\n  min_lr: 0.0001\n", {},
+                {"bad.yaml:3:3: schedule.min_lr has no effect: schedule.kind is constant"}},
+        BadCase{"sampling option in a BERT", "model:\n  arch: bert\nsample:\n  temperature: 0.5\n", {},
+                {"bad.yaml:4:3: sample.temperature has no effect: model.arch is bert"}},
+        BadCase{"sampling option with nothing sampled", "sample:\n  tokens: 0\n  top_k: 5\n", {},
+                {"bad.yaml:3:3: sample.top_k has no effect: sample.tokens is 0"}},
+        BadCase{"top_p when greedy", "sample:\n  temperature: 0\n  top_p: 0.9\n", {},
+                {"bad.yaml:3:3: sample.top_p has no effect: sample.temperature is 0"}},
+        BadCase{"an override's own key", "", {"schedule.kind=constant", "schedule.min_lr=0"},
+                {"--set schedule.min_lr=0: schedule.min_lr has no effect: schedule.kind is constant"}}),
+    case_name);
 
 TEST(Recipe, MissingFileIsAnInputErrorNamingIt) {
   testing::expect_error<InputError>([] { load_recipe("/nonexistent/recipe.yaml"); }, "/nonexistent/recipe.yaml");
@@ -190,6 +252,68 @@ TEST(Recipe, MixerIsAPatternOfNamesAndRefusesWhatItsLayersCannotTake) {
   expect_refused("model:\n  mixer: [linear, mamba]\n  attention_window: 4\n",
                  {"bad.yaml:3:3", "with model.mixer linear and mamba in every layer they would act on nothing"});
   expect_refused("model:\n  mixer: mamba\n  mamba_conv: 0\n", {"bad.yaml:3:3", "model.mamba_conv"});
+}
+
+// The lines of a message.
+std::vector<std::string> lines_of(const std::string& message) {
+  std::vector<std::string> lines;
+  std::istringstream in(message);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Like a compiler: every error of the file and its overrides, one a line, each starting with where
+// its value came from, then their count.
+TEST(Recipe, EveryErrorIsReportedAtOnceWithItsCount) {
+  const std::string tiny = "model:\n  d_model: 32\n  n_heads: 2\n";
+  std::vector<std::string> lines =
+      lines_of(error_of(tiny, {"model.d_model=-5", "optim.lr=abc", "train.bogus=1"}));
+  ASSERT_EQ(lines.size(), 4u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0], "--set model.d_model=-5: key 'model.d_model' expects an integer in [1, 65536], got '-5'");
+  EXPECT_EQ(lines[1], "--set optim.lr=abc: key 'optim.lr' expects a number in (0.0, 10.0], got 'abc'");
+  EXPECT_EQ(lines[2].rfind("--set train.bogus=1: unknown key 'train.bogus'", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3], "3 errors in the recipe");
+  // Values, unknown keys, model and cross-section inconsistencies and keys without effect together,
+  // the file's in the order found. train.steps 0 is refused, so the warmup is not compared with it.
+  lines = lines_of(error_of("model:\n  d_model: wide\n  position: t5\n  relative_buckets: 7\noptim:\n  lrr: 0.1\n"
+                            "schedule:\n  kind: constant\n  min_lr: 0.001\n",
+                            {"train.steps=0"}));
+  ASSERT_EQ(lines.size(), 6u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0].rfind("bad.yaml:2:3: key 'model.d_model' expects an integer", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("bad.yaml:6:3: unknown key 'optim.lrr' (did you mean 'optim.lr'?)", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("--set train.steps=0: key 'train.steps' expects an integer", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("bad.yaml:4:3: model.relative_buckets must be even and >= 4", 0), 0u) << lines[3];
+  EXPECT_EQ(lines[4].rfind("bad.yaml:9:3: schedule.min_lr has no effect: schedule.kind is constant", 0), 0u)
+      << lines[4];
+  EXPECT_EQ(lines[5], "5 errors in the recipe");
+}
+
+// A refused value leaves the default in its place; an inconsistency with that default is the same
+// error's echo, not a second one. One error reads as it always did: no count.
+TEST(Recipe, ARefusedValueIsNotComparedWithOtherKeys) {
+  EXPECT_EQ(error_of("model:\n  d_model: wide\n  n_heads: 3\n"),
+            "bad.yaml:2:3: key 'model.d_model' expects an integer in [1, 65536], got 'wide'");
+  EXPECT_EQ(error_of("train:\n  steps: 10\n  steps: 20\n"), "bad.yaml:3:3: key 'train.steps' appears twice (first at "
+                                                               "bad.yaml:2:3)");
+  EXPECT_EQ(error_of("optim:\n  lrr: 0.1\n"), "bad.yaml:2:3: unknown key 'optim.lrr' (did you mean 'optim.lr'?)");
+}
+
+// train.time_budget: empty, 0 and none all mean no budget, from the command line too (a shipped
+// recipe's 5m switched off), and the resolved recipe writes it one way.
+TEST(Recipe, NoTimeBudgetIsEmptyZeroOrNone) {
+  const std::string budget = "train:\n  steps: 1000\n  time_budget: 5m\n";
+  EXPECT_EQ(parse_recipe(budget, "r.yaml").train.time_budget, "5m");
+  for (const char* off : {"train.time_budget=", "train.time_budget=0", "train.time_budget=none"}) {
+    const Recipe r = parse_recipe(budget, "r.yaml", {off});
+    EXPECT_EQ(r.train.time_budget, "") << off;
+    EXPECT_NE(r.to_yaml().find("time_budget: \"\""), std::string::npos) << off;
+  }
+  EXPECT_EQ(parse_recipe("train:\n  time_budget:\n", "r.yaml").train.time_budget, "");
+  EXPECT_EQ(parse_recipe("train:\n  time_budget: none\n", "r.yaml").train.time_budget, "");
+  EXPECT_EQ(parse_duration("none"), 0.0);
+  EXPECT_EQ(parse_duration("0"), 0.0);
+  EXPECT_EQ(parse_duration("90s"), 90.0);
+  expect_refused("train:\n  time_budget: 5 minutes\n", {"bad.yaml:2:3", "or 0, none or empty for no budget"});
 }
 
 TEST(Recipe, EveryKeyHasTypeAndMeaning) {

@@ -26,7 +26,7 @@ TEST(TimeBudget, DurationsParse) {
   const std::string message = tf::testing::error_message<InputError>(
       [] { parse_recipe("train:\n  time_budget: 5 minutes\n", "r.yaml"); });
   EXPECT_NE(message.find("r.yaml:2:"), std::string::npos) << message;
-  EXPECT_NE(message.find("train.time_budget: expected a duration such as 90s, 5m or 1.5h (or empty for none), got '5 minutes'"),
+  EXPECT_NE(message.find("train.time_budget: expected a duration such as 90s, 5m or 1.5h (or 0, none or empty for no budget), got '5 minutes'"),
             std::string::npos)
       << message;
 }

@@ -53,8 +53,8 @@ TEST_F(Trainer, NonFiniteLossStopsNamingTheStepWithoutItsCheckpoint) {
   // Plain SGD at lr 10 with momentum, no clipping and no warmup, from weights of std 1: each step
   // multiplies the weights' scale until the logits overflow float32 (measured: within ~10 steps).
   const Recipe r = recipe({"optim.name=sgd", "optim.lr=10", "optim.momentum=0.9", "optim.weight_decay=0",
-                           "schedule.kind=constant", "schedule.warmup_steps=0", "schedule.min_lr=0",
-                           "train.grad_clip=0", "model.init_std=1.0", "train.steps=200", "checkpoint.interval=1",
+                           "schedule.kind=constant", "schedule.warmup_steps=0", "train.grad_clip=0",
+                           "model.init_std=1.0", "train.steps=200", "checkpoint.interval=1",
                            "checkpoint.keep=1000", "eval.interval=0"});
   const auto previous = std::signal(SIGINT, custom_sigint);
   std::string message;
@@ -98,7 +98,7 @@ TEST_F(Trainer, NonFiniteLossStopsNamingTheStepWithoutItsCheckpoint) {
 // climbs within a few steps (and may later overflow, which stops the run; the warning comes first).
 TEST_F(Trainer, ADivergingRunIsWarnedAboutOnce) {
   const Recipe r = recipe({"optim.name=sgd", "optim.lr=5", "optim.momentum=0.9", "optim.weight_decay=0",
-                           "schedule.kind=constant", "schedule.warmup_steps=0", "schedule.min_lr=0", "train.grad_clip=0",
+                           "schedule.kind=constant", "schedule.warmup_steps=0", "train.grad_clip=0",
                            "train.steps=30", "eval.interval=0"});
   std::string message;
   try {

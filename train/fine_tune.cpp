@@ -1,0 +1,39 @@
+// Fine-tuning recipes and the unknown-text warning; see fine_tune.h.
+#include "train/fine_tune.h"
+
+#include <cstdio>
+#include <ostream>
+
+#include "train/checkpoint.h"
+#include "train/run_folder.h"
+
+namespace tf::train {
+
+RecipeBase fine_tune_base(const std::filesystem::path& checkpoint) {
+  return {checkpoint_recipe(checkpoint), checkpoint.string() + ":/recipe",
+          {"model.", "data.tokenizer", "data.bpe_vocab_size"}};
+}
+
+Recipe load_fine_tune_recipe(const std::string& path, const std::vector<std::string>& overrides,
+                             const std::string& init_from) {
+  return load_recipe(path, overrides, fine_tune_base(checkpoint_argument(init_from)));
+}
+
+double warn_unknown_text(const data::Tokenizer& tokenizer, std::span<const int32_t> ids,
+                         const std::filesystem::path& checkpoint, std::ostream& out) {
+  if (ids.empty()) return 0;
+  const int64_t unknown = tokenizer.count_unknown(ids);
+  const double share = static_cast<double>(unknown) / static_cast<double>(ids.size());
+  if (share <= kUnknownTextWarning) return share;
+  // A char tokenizer's token is one character: say characters, which is what the user can look for.
+  const std::string unit = tokenizer.kind() == "char" ? "characters" : "tokens";
+  char percent[32];
+  std::snprintf(percent, sizeof percent, "%.1f%%", 100 * share);
+  out << "warning: " << percent << " of the training text (" << unknown << " of " << ids.size() << " " << unit
+      << ") is outside the vocabulary of " << checkpoint.string() << "'s " << tokenizer.kind()
+      << " tokenizer: each such character reads as <unk>, which the model can neither tell apart nor learn to "
+         "write; fine-tune on text in the checkpoint's alphabet, or train a new model on this text\n";
+  return share;
+}
+
+}  // namespace tf::train
