@@ -79,11 +79,11 @@ std::string LaterHistory::describe() const {
   for (const fs::path& c : checkpoints) s += (s.empty() ? "" : ", ") + c.filename().string();
   if (!records.empty()) {
     s += s.empty() ? "" : " and ";
-    s += std::to_string(records.size()) + " metrics record" + (records.size() == 1 ? "" : "s") + " (step" +
-         (first_record_step == last_record_step ? " " + std::to_string(first_record_step)
-                                                : "s " + std::to_string(first_record_step) + "-" +
-                                                      std::to_string(last_record_step)) +
-         ")";
+    s += concat(records.size(), " metrics record", records.size() == 1 ? "" : "s", " (step");
+    if (first_record_step == last_record_step)
+      s += concat(" ", first_record_step, ")");
+    else
+      s += concat("s ", first_record_step, "-", last_record_step, ")");
   }
   for (const fs::path& r : recipes) s += (s.empty() ? "" : ", ") + r.filename().string();
   return s;
