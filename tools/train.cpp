@@ -98,9 +98,12 @@ void add_train_command(CLI::App& app, int& exit_code) {
       options.more_seconds = *seconds;
     }
     const train::TrainSummary summary = train::train(recipe, options);
+    const std::string run_dir = branch.empty() ? recipe.checkpoint.dir : branch;
     if (recipe.log.report && !dry_run && !summary.last_checkpoint.empty() && dist::Comm::world().rank() == 0)
-      std::cout << "report: " << inspect::write_run_report(recipe.checkpoint.dir).string() << "\n";
-    exit_code = 0;
+      std::cout << "report: " << inspect::write_run_report(run_dir).string() << "\n";
+    // Stopped by Ctrl-C (after its checkpoint): 130, as a shell reports a stopped program, so that
+    // scripts tell it from a finished run; 143 after SIGTERM.
+    exit_code = summary.interrupted ? 128 + summary.stop_signal : 0;
   });
 }
 

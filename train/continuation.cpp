@@ -39,7 +39,8 @@ std::string describe_schedule(const Recipe& recipe, int64_t total_steps) {
   return s;
 }
 
-double continue_run(Run& run, const Recipe& stored, double more_seconds, std::ostream& out) {
+double continue_run(Run& run, const Recipe& stored, const std::string& checkpoint, double more_seconds,
+                    std::ostream& out) {
   const Recipe& given = run.recipe;
   const int64_t stored_total = run.budget_steps > 0 ? run.budget_steps : stored.train.steps;
   const double given_budget = parse_duration(given.train.time_budget).value_or(0);
@@ -68,7 +69,7 @@ double continue_run(Run& run, const Recipe& stored, double more_seconds, std::os
   const int64_t total = run.total_steps();
   const std::string how_on = "raise train.steps (--set train.steps=" + std::to_string(run.step + given.train.steps) +
                              " --accept-changes) or train for more time (--more 5m)";
-  TF_CHECK_INPUT(run.step < total, "--resume: the checkpoint is at step ", run.step,
+  TF_CHECK_INPUT(run.step < total, "--resume: ", checkpoint, " is at step ", run.step,
                  run.budget_steps > 0 ? ", the end its time budget fixed" : ", and train.steps is ",
                  run.budget_steps > 0 ? "" : std::to_string(given.train.steps), ": nothing is left to train. To ",
                  "train further, ", how_on);

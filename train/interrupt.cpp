@@ -4,8 +4,8 @@
 // ~~~~~~~~~~~~~
 // The first SIGINT sets a flag the training loop reads after each step: it finishes the step, logs
 // it, writes a checkpoint and ends with exit 130 (128 + SIGINT, what a shell reports for a program
-// Ctrl-C stopped). Writing a large checkpoint takes seconds, and a user who presses Ctrl-C again
-// wants out now: the second SIGINT ends the process at once with exit 130, without that checkpoint.
+// Ctrl-C stopped; 143 after SIGTERM), so that a script can tell a stopped run from a finished one. Writing a large checkpoint takes seconds, and a user who presses Ctrl-C again
+// wants out now: the second signal ends the process at once (same exit code), without that checkpoint.
 // If it lands while a checkpoint is being written, the handler first removes the "<file>.partial"
 // being written (H5Writer renames it only when complete), so the folder holds only complete
 // checkpoints. The steps logged after the newest complete checkpoint are then records of steps no
@@ -27,6 +27,7 @@ namespace tf::train {
 namespace {
 
 std::atomic<int> g_requests{0};
+std::atomic<int> g_signal{0};  // the first signal's number
 std::atomic<bool> g_writing{false};
 char g_partial[4096];  // "<checkpoint>.partial" while g_writing
 
@@ -35,20 +36,23 @@ void say(const char* text) {
   (void)ignored;
 }
 
-void on_interrupt(int) {
+void on_interrupt(int signal) {
+  int none = 0;
+  g_signal.compare_exchange_strong(none, signal);
   if (g_requests.fetch_add(1) == 0) {
     say("\ninterrupt: finishing this step, then writing a checkpoint (Ctrl-C again stops at once, without it)\n");
     return;
   }
   if (g_writing.load()) ::unlink(g_partial);
   say("\nstopped at once: no checkpoint of this step; --resume continues from the newest complete one\n");
-  ::_exit(130);
+  ::_exit(128 + g_signal.load());
 }
 
 }  // namespace
 
 InterruptScope::InterruptScope() {
   g_requests = 0;
+  g_signal = 0;
   previous_int_ = std::signal(SIGINT, on_interrupt);
   previous_term_ = std::signal(SIGTERM, on_interrupt);
 }
@@ -59,6 +63,7 @@ InterruptScope::~InterruptScope() {
 }
 
 bool interrupt_requested() { return g_requests.load() > 0; }
+int interrupt_signal() { return g_signal.load() != 0 ? g_signal.load() : SIGINT; }
 void request_interrupt() { g_requests.fetch_add(1); }
 
 WritingCheckpoint::WritingCheckpoint(const std::filesystem::path& file) {

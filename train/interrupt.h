@@ -25,6 +25,7 @@ class InterruptScope {
 };
 
 bool interrupt_requested();
+int interrupt_signal();    // SIGINT or SIGTERM: the first one received (SIGINT after request_interrupt)
 void request_interrupt();  // as a Ctrl-C would (another rank's, or a test's)
 
 // Marks the checkpoint being written: a second Ctrl-C meanwhile removes "<file>.partial".

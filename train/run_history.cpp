@@ -195,11 +195,16 @@ void FilesBeforeFirstCheckpoint::will_create(const fs::path& path) {
   if (!fs::exists(path, ec)) created_.push_back(path);
 }
 
+void FilesBeforeFirstCheckpoint::will_append(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) created_.push_back(path);
+  else appended_.push_back({path, fs::file_size(path, ec)});
+}
+
 FilesBeforeFirstCheckpoint::~FilesBeforeFirstCheckpoint() {
   if (done_ || std::uncaught_exceptions() <= exceptions_) return;
   std::error_code ec;
-  for (const fs::path& p : created_)
-    if (p.filename() == "metrics.jsonl" && fs::is_regular_file(p, ec) && fs::file_size(p, ec) > 0) return;
+  for (const auto& [path, size] : appended_) fs::resize_file(path, size, ec);
   for (auto p = created_.rbegin(); p != created_.rend(); ++p) fs::remove(*p, ec);  // a folder only when empty
 }
 

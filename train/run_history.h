@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tf::train {
@@ -49,21 +50,23 @@ std::filesystem::path set_aside_later_history(const std::filesystem::path& dir, 
 void start_branch(const std::filesystem::path& from, const std::filesystem::path& branch, const std::string& run_id,
                   int64_t step);
 
-// The files a run creates in its folder before its first checkpoint. When the run fails before that
-// checkpoint (the object is destroyed during an exception), the ones it created are removed unless
-// metrics.jsonl holds records (a failure after training began: they tell what happened, and the next
-// fresh run moves them aside by itself, run_folder.h), so a failed start never blocks the next run.
+// The files a run creates or appends to in its folder before its first checkpoint. When the run fails
+// before that checkpoint (the object is destroyed during an exception), the files it created are
+// removed and those it appended to are cut back to their earlier length: the folder is as it was, so
+// a failed start never blocks or changes the next run. Destroy it after closing the files.
 class FilesBeforeFirstCheckpoint {
  public:
   FilesBeforeFirstCheckpoint();
   ~FilesBeforeFirstCheckpoint();
   void will_create(const std::filesystem::path& path);  // noted only if it does not exist yet
+  void will_append(const std::filesystem::path& path);  // created, or its length now
   void checkpoint_written() { done_ = true; }
   FilesBeforeFirstCheckpoint(const FilesBeforeFirstCheckpoint&) = delete;
   FilesBeforeFirstCheckpoint& operator=(const FilesBeforeFirstCheckpoint&) = delete;
 
  private:
   std::vector<std::filesystem::path> created_;  // in creation order
+  std::vector<std::pair<std::filesystem::path, uintmax_t>> appended_;  // and their earlier lengths
   int exceptions_;
   bool done_ = false;
 };

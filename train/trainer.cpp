@@ -249,26 +249,29 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
   if (resume_from) {
     batches.restore(load_checkpoint_into(run, *resume_from));
     const Recipe stored = parse_recipe(checkpoint_recipe(*resume_from), resume_from->string() + ":/recipe");
-    budget = continue_run(run, stored, options.more_seconds, out);
+    budget = continue_run(run, stored, resume_from->string(), options.more_seconds, out);
   }
   if (init_from) load_weights(run, *init_from);  // weights only: the optimizer and step start afresh
   const Validation validation{std::move(val_ids), count_code_points(corpus.val)};
   if (options.before_training) options.before_training(run);
 
   if (!resume_from) run.run_id = new_run_id();
+  FilesBeforeFirstCheckpoint new_files;  // a failure before the first checkpoint leaves the folder as it was
   fs::path recipe_file;
-  std::ofstream metrics;
-  FilesBeforeFirstCheckpoint new_files;  // a failure before the first checkpoint leaves nothing that blocks
+  std::ofstream metrics;  // closed before new_files acts
   if (writer) {
     new_files.will_create(dir);
-    if (options.branch) start_branch(resume_from->parent_path(), dir, run.run_id, run.step);
+    if (options.branch) {
+      new_files.will_create(dir / "metrics.jsonl");
+      start_branch(resume_from->parent_path(), dir, run.run_id, run.step);
+    }
     else if (later) set_aside_later_history(dir, *later, out);
     std::error_code ec;
     fs::create_directories(dir, ec);
     TF_CHECK_INPUT(!ec, "checkpoint.dir '", dir.string(), "': cannot create the run folder: ", ec.message());
     new_files.will_create(dir / "recipe.yaml");
     new_files.will_create(dir / ("recipe.resume-" + std::to_string(run.step) + ".yaml"));
-    new_files.will_create(dir / "metrics.jsonl");
+    new_files.will_append(dir / "metrics.jsonl");
     recipe_file = write_run_recipe(dir, run.recipe.to_yaml(), resume_from.has_value() && !options.branch, run.step);
     metrics.open(dir / "metrics.jsonl", std::ios::app);
     TF_CHECK_INPUT(metrics, dir.string(), "/metrics.jsonl: cannot open for writing");
@@ -384,6 +387,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
       out << "interrupted: checkpoint written to " << summary.last_checkpoint << " at step " << run.step
           << "; continue with --resume\n";
       summary.interrupted = true;
+      summary.stop_signal = interrupt_signal();
       break;
     }
   }

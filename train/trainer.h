@@ -44,7 +44,8 @@ struct TrainSummary {
   double last_loss = 0;         // mean training loss of the last step
   double last_val_loss = -1;    // -1 when no evaluation ran
   double tokens_per_second = 0;
-  bool interrupted = false;     // stopped by SIGINT after writing a checkpoint
+  bool interrupted = false;     // stopped by SIGINT or SIGTERM after writing a checkpoint
+  int stop_signal = 0;          // which one, when interrupted
   std::string last_checkpoint;
 };
 

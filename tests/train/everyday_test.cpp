@@ -72,8 +72,16 @@ TEST_F(Everyday, ResumeWithNothingLeftToTrainExitsTwo) {
   const Outcome o = run(resume);
   EXPECT_EQ(o.code, 2);
   expect_has(o.err, "--resume: " + checkpoint_path(dir_, 6).string() + " is at step 6, and train.steps is 6: nothing "
-                    "is left to train. To train further, raise it: --set train.steps=12");
+                    "is left to train. To train further, raise train.steps (--set train.steps=12 --accept-changes) "
+                    "or train for more time (--more 5m)");
   EXPECT_EQ(list_checkpoints(dir_), files);
+  // The first way it names trains on to step 12.
+  std::vector<std::string> further = train({"train.steps=12", "schedule.warmup_steps=2"});
+  further.insert(further.end(), {"--resume", "--accept-changes"});
+  const Outcome on = run(further);
+  EXPECT_EQ(on.code, 0) << on.err;
+  expect_has(on.out, "continuing to train.steps 12: the learning rate at step 6 is ");
+  EXPECT_TRUE(fs::exists(checkpoint_path(dir_, 12)));
 }
 
 TEST_F(Everyday, BannerSaysWhenOmpNumThreadsOverridesTrainThreads) {
@@ -81,7 +89,7 @@ TEST_F(Everyday, BannerSaysWhenOmpNumThreadsOverridesTrainThreads) {
   const Outcome o = run(train({"train.steps=2", "schedule.warmup_steps=0", "train.threads=2"}));
   ::unsetenv("OMP_NUM_THREADS");
   EXPECT_EQ(o.code, 0) << o.err;
-  expect_has(o.out, "1 threads (OMP_NUM_THREADS=1, overriding train.threads)");
+  expect_has(o.out, "1 thread (OMP_NUM_THREADS=1, overriding train.threads)");
 }
 
 // A validation text too short for one evaluation window is found before the first step, naming the

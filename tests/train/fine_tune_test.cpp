@@ -110,7 +110,9 @@ TEST_F(FineTune, TheModelKeysARecipeLeavesOutAreTheCheckpoints) {
   EXPECT_NE(wider.find("model.n_layers: 2 in the checkpoint, 3 now"), std::string::npos) << wider;
   // The command line reads the recipe so: a dry run of the file with --init-from prints the model.
   const tf::testing::CommandOutcome dry =
-      tf::testing::run_command({"train", tune.string(), "--init-from", base_dir_.string(), "--dry-run"}, tmp_.path());
+      tf::testing::run_command({"train", tune.string(), "--init-from", base_dir_.string(), "--dry-run", "--set",
+                                "checkpoint.dir=" + (tmp_.path() / "fresh").string()},
+                               tmp_.path());
   EXPECT_EQ(dry.code, 0) << dry.err;
   EXPECT_NE(dry.out.find("d_model: 32"), std::string::npos) << dry.out;
 }

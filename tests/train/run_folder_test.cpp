@@ -185,17 +185,20 @@ TEST_F(RunFolder, ResumeKeepsTheFirstRecipeAndContinuesElapsedTime) {
   const auto records = read_metrics(dir_ / "metrics.jsonl");
   ASSERT_EQ(records.size(), 6u);
   EXPECT_GE(tf::testing::number(records[4], "elapsed_s"), elapsed_at_4);  // step 5, the resumed process
-  // Resumed as the run last was (from its step-4 checkpoint, with the recipe of recipe.resume-4.yaml),
-  // no new recipe file; with nothing left to train, exit 2 and no file at all.
+  // Resumed as the run last was (from its step-4 checkpoint, with the recipe of recipe.resume-4.yaml;
+  // --overwrite moves its step-6 checkpoint and records aside), no new recipe file; with nothing left
+  // to train, exit 2 and no file at all.
   auto count = [&] { return std::distance(fs::directory_iterator(dir_), fs::directory_iterator()); };
   const auto files = count();
   TrainOptions again = quiet_;
   again.resume = checkpoint_path(dir_, 4).string();
   again.accept_changes = true;
+  again.overwrite = true;
   train(longer, again);
-  EXPECT_EQ(count(), files);
+  EXPECT_EQ(count(), files + 1);  // previous-<time>/
+  const auto files_now = count();
   EXPECT_NE(error_of(longer, resume).find("nothing is left to train"), std::string::npos);
-  EXPECT_EQ(count(), files);
+  EXPECT_EQ(count(), files_now);
 }
 
 // Each recipe file has its own run folder unless it names one.

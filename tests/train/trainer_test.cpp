@@ -1,5 +1,5 @@
 // The training loop's behaviours: a non-finite loss stops with the step named and no checkpoint
-// of it; SIGINT to `tapeformer train` checkpoints, says "interrupted", exits 0 and resumes; the run
+// of it; SIGINT to `tapeformer train` checkpoints, says "interrupted", exits 130 and resumes; the run
 // folder's recipe.yaml and metrics.jsonl; --dry-run trains and writes nothing; checkpoint.keep;
 // a missing Brown corpus says how to fetch it.
 #include "train/trainer.h"
@@ -166,7 +166,7 @@ TEST_F(Trainer, SigintCheckpointsSaysInterruptedExitsZeroAndResumes) {
     ::kill(child.pid(), SIGINT);  // ... then Ctrl-C
     const int status = child.wait();
     ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-    EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(tmp_ / "err1.txt");
+    EXPECT_EQ(WEXITSTATUS(status), 130) << read_file(tmp_ / "err1.txt");  // 128 + SIGINT, as shells report
   }
   const std::string out = read_file(tmp_ / "out1.txt");
   std::smatch m;
@@ -267,11 +267,15 @@ TEST_F(Trainer, DryRunTrainsNothingAndWritesNothing) {
 }
 
 // The plan comes from the recipe alone: a model of ~100G parameters (400 GB in float32) is planned,
-// not built (building it would throw bad_alloc or exhaust the machine).
+// not built (building it would throw bad_alloc or exhaust the machine). The dry run prints the plan,
+// then refuses it as train would (exit 2, naming the memory).
 TEST_F(Trainer, DryRunOfAModelFarTooLargeForTheMachinePrintsItsPlan) {
   std::vector<std::string> a = args({"train.steps=5", "model.d_model=65536", "model.n_heads=1"});
   a.push_back("--dry-run");
-  ASSERT_EQ(tf::testing::run_tapeformer(a, tmp_ / "out.txt", tmp_ / "err.txt"), 0) << read_file(tmp_ / "err.txt");
+  ASSERT_EQ(tf::testing::run_tapeformer(a, tmp_ / "out.txt", tmp_ / "err.txt"), 2) << read_file(tmp_ / "err.txt");
+  EXPECT_NE(read_file(tmp_ / "err.txt").find("--dry-run: train would refuse this run: the run needs about "),
+            std::string::npos)
+      << read_file(tmp_ / "err.txt");
   const std::string out = read_file(tmp_ / "out.txt");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(parameters +(\d+))"))) << out;
