@@ -89,7 +89,8 @@ fs::path write_run_report(const fs::path& run_dir, const fs::path& out_file) {
        << "color:#222}pre{background:#f6f6f6;padding:.8em;overflow-x:auto}table{border-collapse:collapse}"
        << "td,th{padding:.2em .7em;border-bottom:1px solid #ddd;text-align:right}img{max-width:100%}</style></head>\n<body>\n"
        << "<h1>" << (gpt ? "GPT" : "BERT") << " run " << html_escape(run.run_id) << "</h1>\n<p>Checkpoint <code>"
-       << html_escape(checkpoint.string()) << "</code>: step " << run.step << " of " << r.train.steps << ", "
+       << html_escape(checkpoint.string()) << "</code>: step " << run.step << " of " << run.total_steps()
+       << (run.budget_steps > 0 ? " (fixed by train.time_budget " + html_escape(r.train.time_budget) + ")" : "") << ", "
        << run.tokens_seen << " tokens seen, " << figure(run.elapsed_seconds, "%.0f") << " s of training; "
        << layers::count_parameters(run.params) << " parameters, vocabulary " << run.tokenizer->vocab_size() << " ("
        << html_escape(std::string(run.tokenizer->kind())) << ").</p>\n";

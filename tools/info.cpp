@@ -25,8 +25,11 @@ void add_info_command(CLI::App& app, int& exit_code) {
                 in.read_attr_string("/", "created").c_str());
     std::printf("run          %s (%.0f s of training)\n", run.run_id.empty() ? "(no id: written before run ids)" : run.run_id.c_str(),
                 run.elapsed_seconds);
-    std::printf("step         %lld of %lld\ntokens seen  %lld\ntokenizer    %s, vocabulary %d\n\nrecipe:\n",
-                static_cast<long long>(run.step), static_cast<long long>(run.recipe.train.steps),
+    // The run's real end: train.steps, or the count its time budget fixed.
+    const std::string fixed_by =
+        run.budget_steps > 0 ? " (the count train.time_budget " + run.recipe.train.time_budget + " fixed)" : "";
+    std::printf("step         %lld of %lld%s\ntokens seen  %lld\ntokenizer    %s, vocabulary %d\n\nrecipe:\n",
+                static_cast<long long>(run.step), static_cast<long long>(run.total_steps()), fixed_by.c_str(),
                 static_cast<long long>(run.tokens_seen), std::string(run.tokenizer->kind()).c_str(),
                 run.tokenizer->vocab_size());
     std::cout << run.recipe.to_yaml() << "\nparameters:\n" << layers::summarize(run.params);

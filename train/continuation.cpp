@@ -5,10 +5,11 @@
 // A checkpoint knows where its run ends: train.steps, or the count its time budget fixed
 // (/budget_steps, Note [time budget] in trainer.cpp). A resume continues to that end, bit for bit,
 // unless the user asks for another (with --accept-changes, or --more):
-//  - train.steps changed: the run ends at the new train.steps; a count the budget had fixed no
-//    longer applies (the user named the end), and the budget is not measured again.
 //  - train.time_budget changed: the budget is the run's whole training time (earlier processes
-//    included, the checkpoint's elapsed_s), measured again after this process's first steps.
+//    included, the checkpoint's elapsed_s), measured again after this process's first steps;
+//    train.steps (changed or not) still bounds it.
+//  - train.steps changed (the budget not): the run ends at the new train.steps; a count the budget
+//    had fixed no longer applies (the user named the end), and the budget is not measured again.
 //  - --more 5m: "train this run 5 more minutes": a budget of elapsed_s + 5 minutes, measured
 //    again; train.steps still bounds it.
 // Any new end rebuilds the learning-rate schedule over the new length, which moves the learning
@@ -52,17 +53,17 @@ double continue_run(Run& run, const Recipe& stored, const std::string& checkpoin
     end = "--more: a time budget of " + std::to_string(static_cast<long long>(std::lround(budget))) +
           " s of training in all (" + std::to_string(static_cast<long long>(std::lround(run.elapsed_seconds))) +
           " s so far)";
-  } else if (given.train.steps != stored.train.steps) {
-    run.budget_steps = 0;  // the user named the end
-    end = "train.steps " + std::to_string(given.train.steps);
-  } else if (given.train.time_budget != stored.train.time_budget) {
+  } else if (given_budget != parse_duration(stored.train.time_budget).value_or(0)) {
     budget = given_budget;
     run.budget_steps = 0;
     TF_CHECK_INPUT(budget == 0 || budget > run.elapsed_seconds, "--resume: train.time_budget ",
                    given.train.time_budget, " is the run's whole training time, and it has trained ",
                    std::lround(run.elapsed_seconds), " s already: give a longer budget, or train for more time ",
                    "with --more (e.g. --more 5m)");
-    end = "train.time_budget " + given.train.time_budget;
+    end = "train.time_budget " + (budget > 0 ? given.train.time_budget : std::string("none"));
+  } else if (given.train.steps != stored.train.steps) {
+    run.budget_steps = 0;  // the user named the end
+    end = "train.steps " + std::to_string(given.train.steps);
   } else if (run.budget_steps == 0) {
     budget = given_budget;  // a budget whose count was not fixed yet (stopped within its first steps)
   }

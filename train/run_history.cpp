@@ -139,7 +139,7 @@ fs::path set_aside_later_history(const fs::path& dir, const LaterHistory& later,
   const fs::path aside = make_previous_folder(dir);
   std::string moved_records;
   for (const std::string& line : later.records) moved_records += line + "\n";
-  if (!later.cut_line.empty()) moved_records += later.cut_line + "\n";
+  moved_records += later.cut_line;  // still without its newline: readers skip it as before
   write_durably(aside / "metrics.jsonl", moved_records);
   std::error_code ec;
   for (const auto* files : {&later.checkpoints, &later.recipes})

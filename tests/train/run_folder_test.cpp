@@ -10,7 +10,7 @@
 #include <set>
 
 #include "train/checkpoint.h"
-#include "train/run_fixture.h"
+#include "train/run_folder_fixture.h"
 #include "train/trainer.h"
 
 namespace tf::train {
@@ -20,38 +20,7 @@ namespace fs = std::filesystem;
 using tf::testing::read_file;
 using tf::testing::read_metrics;
 
-class RunFolder : public ::testing::Test {
- protected:
-  void SetUp() override {
-    text_ = tmp_.path() / "text.txt";
-    tf::testing::write_file(text_, tf::testing::english_text(6000));
-    quiet_.out = &sink_;
-  }
-  Recipe recipe(std::vector<std::string> more) const {
-    more.push_back("eval.interval=0");
-    return tf::testing::tiny_recipe("tiny_gpt", text_, dir_, tmp_.path() / "cache", std::move(more));
-  }
-  // Every file under the run folder (recursively) with its bytes: "nothing lost" is this map unchanged.
-  std::map<std::string, std::string> snapshot() const {
-    std::map<std::string, std::string> files;
-    for (const auto& e : fs::recursive_directory_iterator(dir_))
-      if (e.is_regular_file()) files[fs::relative(e.path(), dir_).string()] = read_file(e.path());
-    return files;
-  }
-  std::string error_of(const Recipe& r, const TrainOptions& o) {
-    try {
-      train(r, o);
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    return "";
-  }
-
-  tf::testing::RunTempDir tmp_;
-  fs::path text_, dir_ = tmp_.path() / "run";
-  std::ostringstream sink_;
-  TrainOptions quiet_;
-};
+using RunFolder = tf::testing::RunFolderTest;
 
 // The reported scenario: run A writes checkpoints 10, 20, 30 (keep 3); a fresh run B into the same
 // folder is refused, and the folder is byte for byte as A left it; with --overwrite, A's files move
@@ -233,7 +202,7 @@ TEST_F(RunFolder, ResumeNamesEveryChangeAndNeedsConsentForContinuableOnes) {
                          "train.batch_size: 4 in the checkpoint, 3 now"),
             std::string::npos)
       << message;
-  EXPECT_EQ(snapshot(), before);
+  EXPECT_TRUE(snapshot() == before) << "the folder changed";
   train(changed, resume);
   EXPECT_NE(sink_.str().find("continuing with changes (--accept-changes):\n  optim.lr: 0.001 in the checkpoint, 0.002 now"),
             std::string::npos);
