@@ -351,7 +351,9 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
                        "schedule.warmup_steps (nothing was kept: the run wrote no checkpoint)");
         run.schedule = run_schedule(run.recipe, run.budget_steps);
         progress.set_total(run.budget_steps);
-        progress.note("time budget " + run.recipe.train.time_budget + ": " + std::to_string(step_seconds).substr(0, 6) +
+        progress.note("time budget " + (options.more_seconds > 0 ? concat(std::lround(budget), " s in all (--more)")
+                                                                 : run.recipe.train.time_budget) +
+                      ": " + std::to_string(step_seconds).substr(0, 6) +
                       " s per step" + (eval_seconds > 0 ? ", " + std::to_string(eval_seconds).substr(0, 5) + " s per evaluation" : "") +
                       ": training for " + std::to_string(run.budget_steps) + " steps");
       }

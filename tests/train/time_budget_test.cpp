@@ -1,6 +1,7 @@
 // train.time_budget (Note [time budget] in train/trainer.cpp): durations parse, the step count is
 // what the measured speed pays for, a budgeted run ends on its fixed count with the schedule
-// decayed to its floor, and a resume continues to that recorded count bit for bit.
+// decayed to its floor, and a resume continues to that recorded count bit for bit; a finished
+// budgeted run continues to a raised train.steps, or for --more time, and info shows its real end.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,6 +104,64 @@ TEST_F(TimeBudgetRun, EndsOnItsFixedCountAndResumesToItBitForBit) {
   ASSERT_EQ(resumed.size(), metrics.size());
   for (size_t i = 12; i < metrics.size(); ++i)
     EXPECT_EQ(resumed[i].at("train_loss"), metrics[i].at("train_loss")) << "step " << i + 1;
+}
+
+// The finished budgeted run of the issue: `--resume --set train.steps=N --accept-changes` trains to N
+// (it was refused: "the step count its time budget fixed"), saying what the learning rate does;
+// `info` shows the real end; `--resume --more 1s` trains about a second longer.
+TEST_F(TimeBudgetRun, AFinishedBudgetedRunContinuesToRaisedStepsOrForMoreTime) {
+  const fs::path dir = tmp_.path() / "run";
+  budget_ = "0.3s";
+  TrainOptions quiet;
+  quiet.out = &sink_;
+  const TrainSummary first = train(recipe(dir), quiet);
+  const int64_t fixed = first.final_step;
+  ASSERT_GT(fixed, 12);
+  const fs::path end = checkpoint_path(dir, fixed);
+  const auto info = tf::testing::run_command({"info", end.string()}, tmp_.path());
+  EXPECT_NE(info.out.find("step         " + std::to_string(fixed) + " of " + std::to_string(fixed) +
+                          " (the count train.time_budget 0.3s fixed)"),
+            std::string::npos)
+      << info.out;
+
+  const int64_t target = fixed + 7;
+  auto args = tf::testing::train_args("tiny_gpt", text_, dir, tmp_.path() / "cache",
+                                      {"train.steps=" + std::to_string(target), "train.time_budget=0.3s",
+                                       "checkpoint.interval=12", "checkpoint.keep=1000", "eval.interval=0",
+                                       "schedule.warmup_steps=3", "train.threads=1"});
+  args.insert(args.end(), {"--resume", "--accept-changes"});
+  const auto more_steps = tf::testing::run_command(args, tmp_.path());
+  ASSERT_EQ(more_steps.code, 0) << more_steps.err;
+  EXPECT_NE(more_steps.out.find("continuing to train.steps " + std::to_string(target) + ": the learning rate at step " +
+                                std::to_string(fixed) + " is "),
+            std::string::npos)
+      << more_steps.out;
+  ASSERT_TRUE(fs::exists(checkpoint_path(dir, target))) << more_steps.out;
+  const auto after = tf::testing::run_command({"info", checkpoint_path(dir, target).string()}, tmp_.path());
+  EXPECT_NE(after.out.find("of " + std::to_string(target) + "\n"), std::string::npos) << after.out;
+
+  // --more 1s: a time budget of the run's elapsed time plus a second, measured again.
+  const double elapsed = load_checkpoint(checkpoint_path(dir, target)).run.elapsed_seconds;
+  // (Only the last checkpoint: the budget does not count checkpoint writes, which would dominate.)
+  args = tf::testing::train_args("tiny_gpt", text_, dir, tmp_.path() / "cache",
+                                 {"train.steps=100000", "train.time_budget=0.3s", "checkpoint.interval=0",
+                                  "checkpoint.keep=1000", "eval.interval=0", "schedule.warmup_steps=3",
+                                  "train.threads=1"});
+  args.insert(args.end(), {"--resume", "--accept-changes", "--more", "1s"});
+  const auto more_time = tf::testing::run_command(args, tmp_.path());
+  ASSERT_EQ(more_time.code, 0) << more_time.err;
+  EXPECT_NE(more_time.out.find("continuing to --more: a time budget of "), std::string::npos) << more_time.out;
+  EXPECT_NE(more_time.out.find(" s in all (--more): "), std::string::npos) << more_time.out;
+  const LoadedRun loaded = load_checkpoint(*latest_checkpoint(dir));
+  const auto& last = loaded.run;
+  EXPECT_GT(last.step, target + 12);
+  EXPECT_EQ(last.budget_steps, last.step);
+  EXPECT_GT(last.elapsed_seconds, elapsed + 0.5);
+  EXPECT_LT(last.elapsed_seconds, elapsed + 3) << "a second more, give or take the checkpoint writes";
+  // One record per step through all three processes.
+  const auto records = tf::testing::read_metrics(dir / "metrics.jsonl");
+  ASSERT_EQ(records.size(), static_cast<size_t>(last.step));
+  for (size_t i = 0; i < records.size(); ++i) EXPECT_EQ(records[i].at("step"), std::to_string(i + 1));
 }
 
 }  // namespace
