@@ -13,6 +13,8 @@
 // from an earlier step] in run_history.cpp), so metrics.jsonl never holds a step twice.
 // Under mpirun, an interrupted mpirun sends SIGTERM to its ranks; SIGTERM is handled like SIGINT
 // so that every rank finishes the step and the ranks agree on the checkpoint (train/trainer.cpp).
+// Open MPI's mpirun (4.1) sends SIGKILL 1 s later (odls_base_sigkill_timeout): a run whose step and
+// checkpoint take longer keeps only its newest interval checkpoint (docs/distributed.md).
 // The handler uses only async-signal-safe calls (write, unlink, _exit) and lock-free atomics.
 #include "train/interrupt.h"
 

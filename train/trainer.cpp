@@ -359,6 +359,11 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
       }
     }
     const bool last = run.step == run.total_steps();
+    // Whether to stop after this step, read once: a signal may land at any moment, and every rank
+    // must act on the same answer (one reading the flag again could leave the others waiting in
+    // the next step's collectives). A Ctrl-C on any rank stops them all.
+    bool stop = interrupt_requested();
+    if (comm.size() > 1) stop = comm.allreduce_max(stop ? 1 : 0) != 0;
     double val_loss = -1;
     EvalResult eval_now;  // this step's evaluation; NaN figures (written as null) when there is none
     eval_now.loss = eval_now.perplexity = std::numeric_limits<double>::quiet_NaN();
@@ -372,7 +377,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
       progress.report_eval(run.step, e);
     }
     progress.update(run.step, loss, lr, tokens_per_step);
-    if (writer && (run.step % run.recipe.log.interval == 0 || last || val_loss >= 0)) {
+    if (writer && (run.step % run.recipe.log.interval == 0 || last || stop || val_loss >= 0)) {
       metrics << "{\"step\": " << run.step << ", \"train_loss\": " << json_number(loss) << ", \"val_loss\": "
               << (val_loss >= 0 ? json_number(val_loss) : "null") << ", \"lr\": " << json_number(lr)
               << ", \"val_perplexity\": " << json_number(eval_now.perplexity) << ", \"val_bits_per_char\": "
@@ -381,10 +386,9 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
               << ", \"elapsed_s\": " << elapsed() << ", \"run\": \"" << run.run_id << "\"}\n";
       metrics.flush();
     }
-    if (comm.size() > 1 && comm.allreduce_max(interrupt_requested() ? 1 : 0)) request_interrupt();  // a Ctrl-C on any rank
     const bool interval = run.recipe.checkpoint.interval > 0 && run.step % run.recipe.checkpoint.interval == 0;
-    if (interval || last || interrupt_requested()) write_checkpoint();
-    if (interrupt_requested()) {
+    if (interval || last || stop) write_checkpoint();
+    if (stop) {
       progress.finish();
       out << "interrupted: checkpoint written to " << summary.last_checkpoint << " at step " << run.step
           << "; continue with --resume\n";

@@ -5,8 +5,14 @@
 // logged, no ".partial" file passes for a checkpoint, and `--resume` finishes the run with losses
 // and parameters bit-identical to an uninterrupted run.
 //
+// The same for Ctrl-C (Note [Ctrl-C] in train/interrupt.cpp): one SIGINT at a random step ends the
+// run with exit 130 and a checkpoint of the last step logged; a second SIGINT while that checkpoint
+// is being written ends it at once with exit 130 and no ".partial" file. Both resume bit-identically
+// and log each step once.
+//
 // TAPEFORMER_KILL_TRIALS sets the number of kills (10 by default, about half a minute; the soak,
-// tests/soak/kill_soak.sh, runs 100) and TAPEFORMER_KILL_SEED their seed.
+// tests/soak/kill_soak.sh, runs 100), TAPEFORMER_CTRL_C_TRIALS the number of Ctrl-C runs (4), and
+// TAPEFORMER_KILL_SEED their seed.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -51,14 +57,15 @@ int64_t last_logged_step(const fs::path& dir) {
   return records.empty() ? 0 : std::stoll(records.back().at("step"));
 }
 
-// train_loss by step; a step logged twice (before a kill and again after resuming) must agree.
+// train_loss by step. A step is never logged twice: the records a stopped process logged past its
+// newest checkpoint move aside when the run resumes (train/run_history.h).
 std::map<int64_t, double> losses_by_step(const fs::path& dir) {
   std::map<int64_t, double> out;
   for (const auto& r : read_metrics(dir / "metrics.jsonl")) {
     const int64_t step = std::stoll(r.at("step"));
     const double loss = tf::testing::number(r, "train_loss");
     const auto [it, fresh] = out.emplace(step, loss);
-    EXPECT_TRUE(fresh || it->second == loss) << "step " << step << " logged as " << it->second << " and " << loss;
+    EXPECT_TRUE(fresh) << "step " << step << " logged twice, as " << it->second << " and " << loss;
   }
   return out;
 }
@@ -237,6 +244,74 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
             << std::fixed << std::setprecision(1) << seconds_since(start) << " s\n";
   // Kills did land inside checkpoint writes (else the test did not test the hard case).
   EXPECT_GE(aimed_hit, aimed / 2);
+}
+
+TEST(Kill, CtrlCAndASecondCtrlCDuringTheCheckpointWriteResumeBitIdentically) {
+  tf::testing::RunTempDir tmp;
+  const fs::path text = tmp / "text.txt";
+  tf::testing::write_file(text, tf::testing::english_text(6000));
+  // checkpoint.interval 0: the only checkpoints are the stop's and the end's (~19 MB each).
+  auto args_for = [&](const fs::path& dir) {
+    return tf::testing::train_args("tiny_gpt", text, dir, tmp / "cache",
+                                   {"train.steps=" + std::to_string(kSteps), "model.d_model=256", "model.n_heads=4",
+                                    "checkpoint.interval=0", "eval.interval=0", "train.threads=1",
+                                    "model.dropout=0.1"});
+  };
+  const fs::path reference = tmp / "reference";
+  ASSERT_EQ(tf::testing::run_tapeformer(args_for(reference), tmp / "ref.out", tmp / "ref.err"), 0)
+      << read_file(tmp / "ref.err");
+  const std::map<int64_t, double> reference_losses = losses_by_step(reference);
+
+  const int trials = env_int("TAPEFORMER_CTRL_C_TRIALS", 4);
+  std::mt19937_64 rng(static_cast<uint64_t>(env_int("TAPEFORMER_KILL_SEED", 20261129)));
+  int second_hit = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const fs::path dir = tmp / ("trial" + std::to_string(trial));
+    const bool twice = trial % 2 == 1;
+    const int64_t at = 1 + static_cast<int64_t>(rng() % (kSteps - 2));  // Ctrl-C once step `at` is logged
+    const std::vector<std::string> args = args_for(dir);
+    int status = 0;
+    bool partial_seen = false;
+    {
+      Child child(args, dir.string() + ".out", dir.string() + ".err");
+      ASSERT_TRUE(child.started());
+      while (last_logged_step(dir) < at && !child.exited()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_FALSE(child.exited()) << read_file(dir.string() + ".err");
+      ::kill(child.pid(), SIGINT);
+      if (twice) {  // the second once the stop's checkpoint is being written
+        while (!child.exited() && !partial_seen) {
+          partial_seen = !partial_files(dir).empty();
+          if (!partial_seen) std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        if (partial_seen) ::kill(child.pid(), SIGINT);
+      }
+      status = child.wait();
+    }
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 130) << read_file(dir.string() + ".err");
+    EXPECT_TRUE(partial_files(dir).empty()) << "a .partial file outlived the stop";
+    const int64_t logged = last_logged_step(dir);
+    const auto newest = latest_checkpoint(dir);
+    if (twice && partial_seen) {
+      ++second_hit;
+      EXPECT_FALSE(newest.has_value()) << "the only checkpoint was the one the second Ctrl-C stopped";
+      EXPECT_NE(read_file(dir.string() + ".err").find("stopped at once"), std::string::npos);
+    } else {
+      ASSERT_TRUE(newest.has_value()) << read_file(dir.string() + ".out");
+      EXPECT_EQ(*newest, checkpoint_path(dir, logged));  // the stop's checkpoint: the last step logged
+    }
+    // Resume (or, with no checkpoint, start afresh: the folder's files move aside by themselves).
+    std::vector<std::string> again = args;
+    if (newest) again.push_back("--resume");
+    ASSERT_EQ(tf::testing::run_tapeformer(again, dir.string() + ".out2", dir.string() + ".err2"), 0)
+        << read_file(dir.string() + ".err2");
+    EXPECT_EQ(losses_by_step(dir), reference_losses);
+    expect_same_model(checkpoint_path(dir, kSteps), checkpoint_path(reference, kSteps));
+    if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+  }
+  std::cout << trials << " Ctrl-C runs, " << second_hit << " with a second Ctrl-C inside the checkpoint write\n";
+  EXPECT_GE(second_hit, 1) << "no second Ctrl-C landed inside a write: the hard case went untested";
 }
 
 }  // namespace
