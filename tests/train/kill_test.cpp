@@ -81,19 +81,20 @@ void expect_same_model(const fs::path& a, const fs::path& b) {
   }
 }
 
+// The run both tests stop: d_model 256 makes a checkpoint (weights + two Adam moments) ~19 MB, so
+// writing and flushing it takes about as long as the step itself or longer, and stops often land
+// inside save_checkpoint. A checkpoint every `interval` steps (0: only the stop's and the end's).
+std::vector<std::string> run_args(const fs::path& tmp, const fs::path& dir, int64_t interval) {
+  return tf::testing::train_args("tiny_gpt", tmp / "text.txt", dir, tmp / "cache",
+                                 {"train.steps=" + std::to_string(kSteps), "model.d_model=256", "model.n_heads=4",
+                                  "checkpoint.interval=" + std::to_string(interval), "checkpoint.keep=3",
+                                  "eval.interval=0", "train.threads=1", "model.dropout=0.1"});
+}
+
 TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishes) {
   tf::testing::RunTempDir tmp;
-  const fs::path text = tmp / "text.txt";
-  tf::testing::write_file(text, tf::testing::english_text(6000));
-  // d_model 256 makes a checkpoint (weights + two Adam moments) ~19 MB: writing and flushing it
-  // takes about as long as the step itself or longer, so kills often land inside save_checkpoint.
-  auto args_for = [&](const fs::path& dir) {
-    return tf::testing::train_args("tiny_gpt", text, dir, tmp / "cache",
-                                   {"train.steps=" + std::to_string(kSteps), "model.d_model=256", "model.n_heads=4",
-                                    "checkpoint.interval=" + std::to_string(kInterval), "checkpoint.keep=3",
-                                    "eval.interval=0",
-                                    "train.threads=1", "model.dropout=0.1"});
-  };
+  tf::testing::write_file(tmp / "text.txt", tf::testing::english_text(6000));
+  auto args_for = [&](const fs::path& dir) { return run_args(tmp.path(), dir, kInterval); };
 
   // The uninterrupted run: the truth every resumed run must reproduce bit for bit.
   const fs::path reference = tmp / "reference";
@@ -248,15 +249,8 @@ TEST(Kill, SigkillAtRandomMomentsLeavesALoadableRecentCheckpointAndResumeFinishe
 
 TEST(Kill, CtrlCAndASecondCtrlCDuringTheCheckpointWriteResumeBitIdentically) {
   tf::testing::RunTempDir tmp;
-  const fs::path text = tmp / "text.txt";
-  tf::testing::write_file(text, tf::testing::english_text(6000));
-  // checkpoint.interval 0: the only checkpoints are the stop's and the end's (~19 MB each).
-  auto args_for = [&](const fs::path& dir) {
-    return tf::testing::train_args("tiny_gpt", text, dir, tmp / "cache",
-                                   {"train.steps=" + std::to_string(kSteps), "model.d_model=256", "model.n_heads=4",
-                                    "checkpoint.interval=0", "eval.interval=0", "train.threads=1",
-                                    "model.dropout=0.1"});
-  };
+  tf::testing::write_file(tmp / "text.txt", tf::testing::english_text(6000));
+  auto args_for = [&](const fs::path& dir) { return run_args(tmp.path(), dir, 0); };
   const fs::path reference = tmp / "reference";
   ASSERT_EQ(tf::testing::run_tapeformer(args_for(reference), tmp / "ref.out", tmp / "ref.err"), 0)
       << read_file(tmp / "ref.err");
