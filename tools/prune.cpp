@@ -10,6 +10,7 @@
 #include "inspect/plot.h"
 #include "inspect/prune.h"
 #include "tools/commands.h"
+#include "train/output_path.h"
 #include "train/evaluate.h"
 
 namespace tf::tools {
@@ -120,13 +121,30 @@ void run_sweep(const PruneArgs& a, const CheckpointText& input, int64_t max_batc
   }
 }
 
-void prune_once(const PruneArgs& a, CheckpointText& input, int64_t max_batches) {
+// The pruned checkpoint's recipe, written beside it: pruned.h5 -> pruned.yaml.
+fs::path recipe_beside(const fs::path& out) { return fs::path(out).replace_extension(".yaml"); }
+
+// The command line and the files it would write, checked before the checkpoint is loaded and the
+// heads are measured.
+void check_request(const PruneArgs& a) {
+  TF_CHECK_INPUT(a.sweep || a.plot.empty(), "prune: --plot draws a --sweep; add --sweep");
+  TF_CHECK_INPUT(!a.sweep || (a.out.empty() && a.fraction < 0),
+                 "prune: --sweep writes no checkpoint; drop --heads and --out (or drop --sweep)");
+  if (a.sweep) {
+    if (!a.plot.empty()) train::check_output_file("prune --plot", a.plot);
+    return;
+  }
   TF_CHECK_INPUT(!a.out.empty(), "prune: give --out NEW.h5 for the pruned checkpoint (or --sweep)");
   TF_CHECK_INPUT(a.fraction >= 0, "prune: give --heads FRACTION, the share of heads to remove (or --sweep)");
-  const fs::path out(a.out), recipe_out = fs::path(a.out).replace_extension(".yaml");
+  const fs::path out(a.out), recipe_out = recipe_beside(out);
   TF_CHECK_INPUT(out.extension() == ".h5", "prune: --out '", a.out, "' must name an .h5 file");
   TF_CHECK_INPUT(!fs::exists(out) && !fs::exists(recipe_out), "prune: ", fs::exists(out) ? out.string() : recipe_out.string(),
                  " exists; choose another --out (nothing is overwritten)");
+  train::check_output_file("prune --out", out);
+}
+
+void prune_once(const PruneArgs& a, CheckpointText& input, int64_t max_batches) {
+  const fs::path out(a.out), recipe_out = recipe_beside(out);
   train::Run& run = input.loaded.run;
   const layers::ModelConfig config = run.recipe.model;
   const bool bert = config.arch == layers::Architecture::bert;
@@ -180,9 +198,7 @@ void add_prune_command(CLI::App& app, int& exit_code) {
                   "Read at most this many batches (default: the recipe's eval.batches); 0: the whole text")
       ->check(integer_in(0, int64_t{1} << 40));
   cmd->callback([&exit_code] {
-    TF_CHECK_INPUT(args.sweep || args.plot.empty(), "prune: --plot draws a --sweep; add --sweep");
-    TF_CHECK_INPUT(!args.sweep || (args.out.empty() && args.fraction < 0),
-                   "prune: --sweep writes no checkpoint; drop --heads and --out (or drop --sweep)");
+    check_request(args);
     CheckpointText input = load_checkpoint_text(args.input);
     require_gated_heads(input, "prune");
     TF_CHECK_INPUT(input.ids.size() > 1, "the text is too short to measure head importance on (", input.ids.size(),

@@ -108,5 +108,28 @@ TEST_F(PlotCommand, DrawsOneRunOrSeveralAndRefusesAFolderWithoutMetrics) {
   EXPECT_NE(o.err.find("metrics.jsonl:2: not a metrics record"), std::string::npos) << o.err;
 }
 
+// --out is checked before any log is read: a folder that does not exist, or a folder given as the
+// file, is named with the option, even when the run folders could not be plotted anyway.
+TEST_F(PlotCommand, AnOutputThatCannotBeWrittenIsRefusedBeforeTheLogsAreRead) {
+  const fs::path nowhere = tmp_.path() / "nowhere" / "c.png";
+  fs::create_directories(tmp_.path() / "empty_run");  // no metrics.jsonl
+  auto o = run({"plot", (tmp_.path() / "empty_run").string(), "--out", nowhere.string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("error: plot --out '" + nowhere.string() + "': the folder '" +
+                       (tmp_.path() / "nowhere").string() + "' does not exist; expected a file in an existing folder "
+                       "that can be written"),
+            std::string::npos) << o.err;
+  o = run({"plot", (tmp_.path() / "empty_run").string(), "--out", tmp_.path().string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("error: plot --out '" + tmp_.path().string() + "' is a folder; expected the name of a file"),
+            std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(tmp_.path() / "nowhere"));
+  // Without --out, a missing run folder is named by its log, not by the default output beside it.
+  o = run({"plot", (tmp_.path() / "no_run").string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find((tmp_.path() / "no_run" / "metrics.jsonl").string() + ": cannot read the metrics log"),
+            std::string::npos) << o.err;
+}
+
 }  // namespace
 }  // namespace tf::inspect

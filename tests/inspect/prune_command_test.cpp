@@ -118,6 +118,31 @@ TEST_P(PruneCommand, BadRequestsExitTwoAndWriteNothing) {
   EXPECT_EQ(tf::testing::read_file(pruned), "keep me");
 }
 
+// The files prune would write are checked before the heads are measured: a sweep's --plot in a folder
+// that does not exist stops before the first row, and an --out that exists is refused before the text
+// is read.
+TEST_P(PruneCommand, OutputsAreCheckedBeforeTheHeadsAreMeasured) {
+  const fs::path nowhere = tmp_.path() / "nowhere";
+  auto out = run({"prune", dir_.string(), "--sweep", "--plot", (nowhere / "sweep.png").string()});
+  EXPECT_EQ(out.code, 2);
+  expect_has(out.err, "error: prune --plot '" + (nowhere / "sweep.png").string() + "': the folder '" +
+                          nowhere.string() + "' does not exist; expected a file in an existing folder that can be written");
+  EXPECT_EQ(out.out, "") << "the sweep ran";
+  out = run({"prune", dir_.string(), "--heads", "0.5", "--out", (nowhere / "pruned.h5").string()});
+  EXPECT_EQ(out.code, 2);
+  expect_has(out.err, "error: prune --out '" + (nowhere / "pruned.h5").string() + "': the folder '" +
+                          nowhere.string() + "' does not exist");
+  EXPECT_EQ(out.out, "");
+  EXPECT_FALSE(fs::exists(nowhere));
+  const fs::path pruned = tmp_.path() / "pruned.h5";
+  tf::testing::write_file(pruned, "keep me");
+  out = run({"prune", dir_.string(), "--heads", "0.5", "--out", pruned.string(), "--text",
+             (tmp_.path() / "missing.txt").string()});
+  EXPECT_EQ(out.code, 2);
+  expect_has(out.err, "error: prune: " + pruned.string() + " exists; choose another --out (nothing is overwritten)");
+  EXPECT_EQ(tf::testing::read_file(pruned), "keep me");
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, PruneCommand, ::testing::Values("tiny_gpt", "tiny_bert"));
 
 }  // namespace
