@@ -54,9 +54,8 @@ void check_output_folder(const std::string& option, const fs::path& dir) {
     TF_CHECK_INPUT(refusal.empty(), at, ": the folder cannot be written (", refusal, ")");
     return;
   }
-  fs::path ancestor = folder_of(dir);
-  while (!fs::exists(ancestor, ec) && ancestor.has_parent_path() && ancestor != ancestor.parent_path())
-    ancestor = folder_of(ancestor);
+  fs::path ancestor = folder_of(dir);  // the nearest that exists: "a" of "a/b/c", or "." or "/"
+  for (fs::path up; !fs::exists(ancestor, ec) && (up = folder_of(ancestor)) != ancestor;) ancestor = up;
   TF_CHECK_INPUT(fs::is_directory(ancestor, ec), at, ": cannot create the folder: '", ancestor.string(),
                  "' is a file, not a folder");
   const std::string refusal = write_refusal(ancestor);

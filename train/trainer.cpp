@@ -26,6 +26,7 @@
 #include "train/evaluate.h"
 #include "train/fine_tune.h"
 #include "train/interrupt.h"
+#include "train/output_path.h"
 #include "train/plan.h"
 #include "train/progress.h"
 #include "train/resume_changes.h"
@@ -177,7 +178,10 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
   TF_CHECK_INPUT(!(options.branch && options.overwrite), "--branch continues in a new folder and leaves ",
                  given.checkpoint.dir, " as it is; --overwrite moves that folder's later history aside: give one");
 
-  // Everything about the run folder and the checkpoints is checked before the data is read.
+  // Everything about the run folder and the checkpoints is checked before the data is read: first
+  // that the folders the run writes can be created (train/output_path.h).
+  check_output_folder(options.branch ? "train --branch" : "checkpoint.dir", dir);
+  if (!options.dry_run) check_output_folder("data.cache_dir", recipe.data.cache_dir);
   std::optional<fs::path> resume_from;
   if (options.resume)
     resume_from = options.resume->empty() ? resume_checkpoint(given.checkpoint.dir) : fs::path(*options.resume);

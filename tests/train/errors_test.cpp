@@ -111,12 +111,24 @@ TEST_F(Errors, MissingEmptyOrTooShortTrainingTextIsNamed) {
                           "') has 9 tokens, too few for one training window of data.seq_len + 1 = 33");
 }
 
+// Checked before the data is read: a run folder that cannot be created stops the run before the
+// text is tokenized (no token cache is written), and a --branch folder is named by its option.
 TEST_F(Errors, UnwritableRunOrCacheFolderIsNamed) {
   tf::testing::write_file(tmp_ / "a_file", "not a folder");
+  const std::string a_file = (tmp_ / "a_file").string();
   std::string message = train_error(recipe({"checkpoint.dir=" + (tmp_ / "a_file" / "run").string()}), quiet_);
-  expect_has(message, "checkpoint.dir '" + (tmp_ / "a_file" / "run").string() + "': cannot create the run folder: ");
+  expect_has(message, "checkpoint.dir '" + (tmp_ / "a_file" / "run").string() + "': cannot create the folder: '" +
+                          a_file + "' is a file, not a folder");
+  EXPECT_FALSE(fs::exists(tmp_ / "cache")) << "the text was tokenized before the refusal";
   message = train_error(recipe({"data.cache_dir=" + (tmp_ / "a_file" / "cache").string()}), quiet_);
-  expect_has(message, "token cache: cannot create '" + (tmp_ / "a_file" / "cache").string() + "'");
+  expect_has(message, "data.cache_dir '" + (tmp_ / "a_file" / "cache").string() + "': cannot create the folder: '" +
+                          a_file + "' is a file, not a folder");
+  EXPECT_FALSE(fs::exists(tmp_ / "run")) << "the run started";
+
+  train(recipe({}), quiet_);
+  const Outcome o = run({"train", (tmp_ / "run" / "recipe.yaml").string(), "--resume", "--branch", a_file});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: train --branch '" + a_file + "' is a file; expected a folder (created when missing)");
 }
 
 TEST_F(Errors, DamagedTokenizerFormsAreNamed) {

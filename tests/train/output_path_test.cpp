@@ -63,7 +63,12 @@ TEST(OutputPath, AFolderThatCannotBeCreatedIsRefusedByOptionAndPath) {
 
   check_output_folder("inspect --out", tmp.path());             // an existing folder
   check_output_folder("inspect --out", tmp / "new" / "deeper");  // created with its parents
+  const tf::testing::CwdGuard here(tmp.path());
+  check_output_folder("data.cache_dir", "data/cache");  // relative, under the current folder
+  expect_has(error_message<InputError>([&] { check_output_folder("checkpoint.dir", "a_file/run"); }),
+             "checkpoint.dir 'a_file/run': cannot create the folder: 'a_file' is a file, not a folder");
   EXPECT_FALSE(fs::exists(tmp / "new")) << "the check created the folder";
+  EXPECT_FALSE(fs::exists(tmp / "data")) << "the check created the folder";
 }
 
 // Without write permission (not testable as root, whom permissions do not stop).
