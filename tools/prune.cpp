@@ -156,10 +156,23 @@ void prune_once(const PruneArgs& a, CheckpointText& input, int64_t max_batches) 
   train::Run pruned = inspect::prune_run(std::move(run), plan);
   pruned.recipe.checkpoint.dir = (out.parent_path() / out.stem()).string();  // where a resumed run writes
   const Measured after = measure(pruned, input, max_batches);
-  train::save_checkpoint(pruned, input.loaded.batches, out);
-  std::ofstream(recipe_out) << "# " << out.string() << ": " << input.file << " with " << plan.removed << " of "
-                            << plan.heads_before << " heads removed (tapeformer prune)\n"
-                            << pruned.recipe.to_yaml() << "\n";
+  const std::string again = "; nothing was written (free space or fix the folder, then run prune again)";
+  try {
+    train::save_checkpoint(pruned, input.loaded.batches, out);
+  } catch (const InputError& e) {
+    throw InputError(concat("prune: ", e.what(), again));
+  }
+  std::ofstream recipe_file(recipe_out);
+  recipe_file << "# " << out.string() << ": " << input.file << " with " << plan.removed << " of " << plan.heads_before
+              << " heads removed (tapeformer prune)\n"
+              << pruned.recipe.to_yaml() << "\n";
+  recipe_file.close();
+  if (!recipe_file) {  // a checkpoint without its recipe is not kept
+    std::error_code ec;
+    fs::remove(recipe_out, ec);
+    fs::remove(out, ec);
+    throw InputError(concat("prune: cannot write the recipe '", recipe_out.string(), "' beside the checkpoint", again));
+  }
   std::printf("removed      %lld of %lld heads (--heads %.3f, --by %s); heads per layer %s\n",
               static_cast<long long>(plan.removed), static_cast<long long>(plan.heads_before), a.fraction, a.by.c_str(),
               heads_list(plan).c_str());

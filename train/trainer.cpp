@@ -191,7 +191,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
     later = check_resume_folder(dir, *resume_from, options.overwrite, options.branch.has_value());
   }
   std::optional<fs::path> init_from;
-  if (options.init_from) init_from = checkpoint_argument(*options.init_from);
+  if (options.init_from) init_from = checkpoint_argument(*options.init_from, "--init-from");
   if (init_from) check_fine_tune_changes(*init_from, recipe);
   // A fresh run (or a branch) claims its folder before any work: another run's files are refused or
   // moved aside. Rank 0 alone looks: the others could see the files rank 0 writes below (the setup
@@ -313,7 +313,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
     if (writer) {
       {
         WritingCheckpoint writing(file);  // a second Ctrl-C meanwhile removes the partial file
-        save_checkpoint(run, batches.state(), file);
+        save_run_checkpoint(run, batches.state(), file);
       }
       new_files.checkpoint_written();
       prune_run_checkpoints(dir, run.recipe.checkpoint.keep, run.run_id);

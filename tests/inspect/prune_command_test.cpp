@@ -3,6 +3,8 @@
 // for bit; `--sweep` lists every pruned size; bad input exits 2 and writes nothing.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <regex>
 
 #include "train/run_compare.h"
@@ -141,6 +143,25 @@ TEST_P(PruneCommand, OutputsAreCheckedBeforeTheHeadsAreMeasured) {
   EXPECT_EQ(out.code, 2);
   expect_has(out.err, "error: prune: " + pruned.string() + " exists; choose another --out (nothing is overwritten)");
   EXPECT_EQ(tf::testing::read_file(pruned), "keep me");
+}
+
+// A pruned checkpoint that the disk refuses (a file size limit of half the checkpoint: EFBIG, as a
+// full disk) is named in prune's own terms: no `--resume`, which prune does not take, and no run
+// folder's checkpoint "kept"; nothing is left behind.
+TEST_P(PruneCommand, AFullDiskIsNamedInPrunesTermsAndLeavesNothing) {
+  const fs::path pruned = tmp_.path() / "pruned.h5";
+  const auto limit = static_cast<rlim_t>(fs::file_size(dir_ / "ckpt_00000006.h5") / 2);
+  const int code = tf::testing::run_tapeformer({"prune", dir_.string(), "--heads", "0.5", "--out", pruned.string()},
+                                               tmp_.path() / "out.txt", tmp_.path() / "err.txt", {}, limit);
+  const std::string err = tf::testing::read_file(tmp_.path() / "err.txt");
+  EXPECT_EQ(code, 2) << err;
+  expect_has(err, "error: prune: cannot save checkpoint '" + pruned.string() + "': cannot write '" + pruned.string() +
+                      ".partial': " + std::strerror(EFBIG));
+  expect_has(err, "; nothing was written (free space or fix the folder, then run prune again)");
+  EXPECT_EQ(err.find("--resume"), std::string::npos) << err;
+  EXPECT_EQ(err.find("is kept"), std::string::npos) << err;
+  for (const char* name : {"pruned.h5", "pruned.h5.partial", "pruned.yaml"})
+    EXPECT_FALSE(fs::exists(tmp_.path() / name)) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PruneCommand, ::testing::Values("tiny_gpt", "tiny_bert"));
