@@ -198,6 +198,23 @@ TEST_F(Errors, AnomalyModeNamesTheOpTheLayerAndTheStep) {
       << o.err;
 }
 
+// eval, heads and prune read the checkpoint's validation split by default; when its text is not here,
+// the error ends with the command's own way out (--text), not only the recipe's data keys, which
+// these commands cannot change.
+TEST_F(Errors, AMissingValidationSplitPointsToText) {
+  train(recipe({}), quiet_);
+  const fs::path gpt = checkpoint_path(tmp_ / "run", 2);
+  fs::remove(text_);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"eval", gpt.string()}, {"heads", gpt.string()},
+        {"prune", gpt.string(), "--heads", "0.5", "--out", (tmp_ / "pruned.h5").string()}}) {
+    const Outcome o = run(args);
+    EXPECT_EQ(o.code, 2) << args[0];
+    expect_has(o.err, "read_text: '" + text_.string() + "' does not exist");
+    expect_has(o.err, "; the validation split of " + gpt.string() + "'s recipe is not here: give a text with --text FILE");
+  }
+}
+
 TEST_F(Errors, SamplingAndEvaluationRefuseBadRequests) {
   train(recipe({}, "tiny_bert"), quiet_);
   const fs::path bert = checkpoint_path(tmp_ / "run", 2);
