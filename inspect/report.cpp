@@ -74,13 +74,17 @@ std::string base64(std::string_view bytes) {
   return out;
 }
 
+fs::path report_file(const fs::path& run_dir, const fs::path& out) {
+  return out.empty() ? run_dir / "report.html" : out;
+}
+
 fs::path write_run_report(const fs::path& run_dir, const fs::path& out_file) {
   const fs::path checkpoint = train::checkpoint_argument(run_dir.string());
   const train::LoadedRun loaded = train::load_checkpoint(checkpoint);
   const train::Run& run = loaded.run;
   const train::Recipe& r = run.recipe;
   const bool gpt = r.model.arch == layers::Architecture::gpt;
-  const fs::path out = out_file.empty() ? run_dir / "report.html" : out_file;
+  const fs::path out = report_file(run_dir, out_file);
   const fs::path scratch = out.parent_path().empty() ? fs::path("report-picture.png") : out.parent_path() / "report-picture.png";
 
   std::ostringstream html;

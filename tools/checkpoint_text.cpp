@@ -23,7 +23,16 @@ CheckpointText load_checkpoint_text(const CheckpointTextArgs& args) {
   out.file = train::checkpoint_argument(args.checkpoint).string();
   out.loaded = train::load_checkpoint(out.file, args.overrides);
   const train::Run& run = out.loaded.run;
-  out.text = args.text_path.empty() ? train::load_corpus(run.recipe.data).val : data::read_text(args.text_path);
+  if (!args.text_path.empty()) {
+    out.text = data::read_text(args.text_path);
+  } else {
+    try {
+      out.text = train::load_corpus(run.recipe.data).val;
+    } catch (const InputError& e) {  // the data keys it names are the checkpoint's, not this command's
+      throw InputError(concat(e.what(), "; the validation split of ", out.file,
+                              "'s recipe is not here: give a text with --text FILE"));
+    }
+  }
   out.ids = train::tokenize(run, out.text);
   if (const int64_t unknown = run.tokenizer->count_unknown(out.ids))
     std::fprintf(stderr, "note: %lld characters of the text are outside the checkpoint's vocabulary and were read as <unk>\n",

@@ -10,6 +10,7 @@
 #include "inspect/attention_maps.h"
 #include "inspect/heatmap.h"
 #include "tools/commands.h"
+#include "train/output_path.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/run_folder.h"
@@ -77,6 +78,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       ->check(integer_in(0, int64_t{1} << 20));
   cmd->callback([&exit_code] {
     TF_CHECK_INPUT(!text.empty() || !file.empty(), "inspect: give the text with --text TEXT or --file FILE");
+    train::check_output_folder("inspect --out", out_dir);  // before the checkpoint is loaded
     train::configure_threads(0);
     const std::filesystem::path ckpt = train::checkpoint_argument(checkpoint);
     train::LoadedRun loaded = train::load_checkpoint(ckpt);
@@ -99,7 +101,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
     const std::filesystem::path dir(out_dir);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    TF_CHECK_INPUT(!ec, "--out '", out_dir, "': cannot create the folder: ", ec.message());
+    TF_CHECK_INPUT(!ec, "inspect --out '", out_dir, "': cannot create the folder: ", ec.message());
     const std::vector<inspect::HeadStats> stats = inspect::head_stats(maps);
     const int64_t T = static_cast<int64_t>(maps.ids.size());
     std::vector<std::string> pictures;

@@ -6,6 +6,7 @@
 
 #include "inspect/training_curves.h"
 #include "tools/commands.h"
+#include "train/output_path.h"
 
 namespace tf::tools {
 
@@ -18,6 +19,9 @@ void add_plot_command(CLI::App& app, int& exit_code) {
   cmd->callback([&exit_code] {
     const std::vector<std::filesystem::path> runs(run_dirs.begin(), run_dirs.end());
     const std::filesystem::path file = out.empty() ? runs[0] / "curves.png" : std::filesystem::path(out);
+    // Before the logs are read. The default lies in the first run folder: when that is missing, reading
+    // its log names it.
+    if (!out.empty() || std::filesystem::is_directory(runs[0])) train::check_output_file("plot --out", file);
     const inspect::PictureSize size = inspect::write_training_curves(file, runs);
     std::printf("%s (%d x %d)\n", file.c_str(), size.width, size.height);
     exit_code = 0;

@@ -10,6 +10,7 @@
 #include "inspect/plot.h"
 #include "inspect/prune.h"
 #include "tools/commands.h"
+#include "train/output_path.h"
 #include "train/evaluate.h"
 
 namespace tf::tools {
@@ -120,13 +121,30 @@ void run_sweep(const PruneArgs& a, const CheckpointText& input, int64_t max_batc
   }
 }
 
-void prune_once(const PruneArgs& a, CheckpointText& input, int64_t max_batches) {
+// The pruned checkpoint's recipe, written beside it: pruned.h5 -> pruned.yaml.
+fs::path recipe_beside(const fs::path& out) { return fs::path(out).replace_extension(".yaml"); }
+
+// The command line and the files it would write, checked before the checkpoint is loaded and the
+// heads are measured.
+void check_request(const PruneArgs& a) {
+  TF_CHECK_INPUT(a.sweep || a.plot.empty(), "prune: --plot draws a --sweep; add --sweep");
+  TF_CHECK_INPUT(!a.sweep || (a.out.empty() && a.fraction < 0),
+                 "prune: --sweep writes no checkpoint; drop --heads and --out (or drop --sweep)");
+  if (a.sweep) {
+    if (!a.plot.empty()) train::check_output_file("prune --plot", a.plot);
+    return;
+  }
   TF_CHECK_INPUT(!a.out.empty(), "prune: give --out NEW.h5 for the pruned checkpoint (or --sweep)");
   TF_CHECK_INPUT(a.fraction >= 0, "prune: give --heads FRACTION, the share of heads to remove (or --sweep)");
-  const fs::path out(a.out), recipe_out = fs::path(a.out).replace_extension(".yaml");
+  const fs::path out(a.out), recipe_out = recipe_beside(out);
   TF_CHECK_INPUT(out.extension() == ".h5", "prune: --out '", a.out, "' must name an .h5 file");
   TF_CHECK_INPUT(!fs::exists(out) && !fs::exists(recipe_out), "prune: ", fs::exists(out) ? out.string() : recipe_out.string(),
                  " exists; choose another --out (nothing is overwritten)");
+  train::check_output_file("prune --out", out);
+}
+
+void prune_once(const PruneArgs& a, CheckpointText& input, int64_t max_batches) {
+  const fs::path out(a.out), recipe_out = recipe_beside(out);
   train::Run& run = input.loaded.run;
   const layers::ModelConfig config = run.recipe.model;
   const bool bert = config.arch == layers::Architecture::bert;
@@ -138,10 +156,23 @@ void prune_once(const PruneArgs& a, CheckpointText& input, int64_t max_batches) 
   train::Run pruned = inspect::prune_run(std::move(run), plan);
   pruned.recipe.checkpoint.dir = (out.parent_path() / out.stem()).string();  // where a resumed run writes
   const Measured after = measure(pruned, input, max_batches);
-  train::save_checkpoint(pruned, input.loaded.batches, out);
-  std::ofstream(recipe_out) << "# " << out.string() << ": " << input.file << " with " << plan.removed << " of "
-                            << plan.heads_before << " heads removed (tapeformer prune)\n"
-                            << pruned.recipe.to_yaml() << "\n";
+  const std::string again = "; nothing was written (free space or fix the folder, then run prune again)";
+  try {
+    train::save_checkpoint(pruned, input.loaded.batches, out);
+  } catch (const InputError& e) {
+    throw InputError(concat("prune: ", e.what(), again));
+  }
+  std::ofstream recipe_file(recipe_out);
+  recipe_file << "# " << out.string() << ": " << input.file << " with " << plan.removed << " of " << plan.heads_before
+              << " heads removed (tapeformer prune)\n"
+              << pruned.recipe.to_yaml() << "\n";
+  recipe_file.close();
+  if (!recipe_file) {  // a checkpoint without its recipe is not kept
+    std::error_code ec;
+    fs::remove(recipe_out, ec);
+    fs::remove(out, ec);
+    throw InputError(concat("prune: cannot write the recipe '", recipe_out.string(), "' beside the checkpoint", again));
+  }
   std::printf("removed      %lld of %lld heads (--heads %.3f, --by %s); heads per layer %s\n",
               static_cast<long long>(plan.removed), static_cast<long long>(plan.heads_before), a.fraction, a.by.c_str(),
               heads_list(plan).c_str());
@@ -180,9 +211,7 @@ void add_prune_command(CLI::App& app, int& exit_code) {
                   "Read at most this many batches (default: the recipe's eval.batches); 0: the whole text")
       ->check(integer_in(0, int64_t{1} << 40));
   cmd->callback([&exit_code] {
-    TF_CHECK_INPUT(args.sweep || args.plot.empty(), "prune: --plot draws a --sweep; add --sweep");
-    TF_CHECK_INPUT(!args.sweep || (args.out.empty() && args.fraction < 0),
-                   "prune: --sweep writes no checkpoint; drop --heads and --out (or drop --sweep)");
+    check_request(args);
     CheckpointText input = load_checkpoint_text(args.input);
     require_gated_heads(input, "prune");
     TF_CHECK_INPUT(input.ids.size() > 1, "the text is too short to measure head importance on (", input.ids.size(),

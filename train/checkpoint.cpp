@@ -134,9 +134,17 @@ std::string checkpoint_run_id(const H5Reader& in) {
 void save_checkpoint(const Run& run, const data::BatcherState& batches, const fs::path& file) {
   try {
     write_checkpoint_file(run, batches, file);
-  } catch (const InputError& e) {  // the file system refused: say what is kept
+  } catch (const InputError& e) {  // the file system refused: name the checkpoint
+    throw InputError(concat("cannot save checkpoint '", file.string(), "': ", e.what()));
+  }
+}
+
+void save_run_checkpoint(const Run& run, const data::BatcherState& batches, const fs::path& file) {
+  try {
+    save_checkpoint(run, batches, file);
+  } catch (const InputError& e) {  // say what is kept, and how the run goes on
     const std::optional<fs::path> previous = latest_checkpoint(file.parent_path());
-    throw InputError(concat("cannot save checkpoint '", file.string(), "': ", e.what(), "; ",
+    throw InputError(concat(e.what(), "; ",
                             previous ? "the newest complete checkpoint, '" + previous->string() + "', is kept"
                                      : std::string("no earlier checkpoint exists"),
                             " (free space or fix the folder, then continue with --resume)"));

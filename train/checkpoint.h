@@ -18,7 +18,11 @@ namespace tf::train {
 
 inline constexpr int64_t kCheckpointFormat = 1;
 
+// A file system that refuses the file is an InputError "cannot save checkpoint '<file>': <reason>".
 void save_checkpoint(const Run& run, const data::BatcherState& batches, const std::filesystem::path& file);
+// The trainer's: a refusal also says which checkpoint of the run folder is kept, and that `train
+// --resume` continues from it.
+void save_run_checkpoint(const Run& run, const data::BatcherState& batches, const std::filesystem::path& file);
 
 struct LoadedRun {
   Run run;

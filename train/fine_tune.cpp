@@ -16,7 +16,7 @@ RecipeBase fine_tune_base(const std::filesystem::path& checkpoint) {
 
 Recipe load_fine_tune_recipe(const std::string& path, const std::vector<std::string>& overrides,
                              const std::string& init_from) {
-  return load_recipe(path, overrides, fine_tune_base(checkpoint_argument(init_from)));
+  return load_recipe(path, overrides, fine_tune_base(checkpoint_argument(init_from, "--init-from")));
 }
 
 double warn_unknown_text(const data::Tokenizer& tokenizer, std::span<const int32_t> ids,

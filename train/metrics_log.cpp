@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -36,6 +37,29 @@ struct LineScanner {
   }
 };
 
+// The fields docs/recipes.md ("The run folder") gives as numbers besides the step; null is a figure
+// not measured at that step (no evaluation, a non-finite loss).
+constexpr const char* kNumberFields[] = {"train_loss", "val_loss", "val_perplexity", "val_bits_per_char",
+                                         "val_mlm_accuracy", "lr", "grad_norm", "tokens_per_s", "elapsed_s"};
+
+// A record whose fields are what plot and report read them as: the step a whole number, the figures
+// numbers or null. `where`: "<file>:<line>".
+void check_record(const MetricsRecord& record, const std::string& where) {
+  for (const char* key : kNumberFields) {
+    const auto text = record.texts.find(key);
+    TF_CHECK_INPUT(text == record.texts.end(), where, ": \"", key, "\" must be a number or null, got the string \"",
+                   text->second, "\"");
+  }
+  const double step = record.number("step");
+  if (std::isfinite(step) && step >= 0 && step == std::floor(step)) return;
+  const auto text = record.texts.find("step");
+  std::string got = concat(step);
+  if (text != record.texts.end()) got = "the string \"" + text->second + "\"";
+  else if (!record.numbers.count("step")) got = "no \"step\" field";
+  else if (std::isnan(step)) got = "null";
+  throw InputError(concat(where, ": \"step\" must be a whole number >= 0 (the optimizer steps done), got ", got));
+}
+
 }  // namespace
 
 bool parse_metrics_line(const std::string& line, MetricsRecord& record) {
@@ -52,6 +76,9 @@ bool parse_metrics_line(const std::string& line, MetricsRecord& record) {
     } else if (s.at < line.size() && line[s.at] == '"') {
       if (!s.string(record.texts[key])) return false;
     } else {
+      // JSON's numbers start with a digit or '-' and a digit: from_chars would also take nan, inf, .5.
+      const size_t digit = s.at + (s.at < line.size() && line[s.at] == '-');
+      if (digit >= line.size() || !std::isdigit(static_cast<unsigned char>(line[digit]))) return false;
       double value = 0;
       const auto [end, ec] = std::from_chars(line.data() + s.at, line.data() + line.size(), value);
       if (ec != std::errc()) return false;
@@ -83,6 +110,7 @@ std::vector<MetricsRecord> read_metrics_log(const std::filesystem::path& file) {
     TF_CHECK_INPUT(parse_metrics_line(line, record), file.string(), ":", line_number,
                    ": not a metrics record (one JSON object of numbers, nulls and strings per line): '",
                    line.substr(0, 80), "'");
+    check_record(record, concat(file.string(), ":", line_number));
     records.push_back(std::move(record));
   }
   return records;

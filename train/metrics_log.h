@@ -18,7 +18,9 @@ struct MetricsRecord {
 // One line (without its newline) as a record; false when it is not such an object.
 bool parse_metrics_line(const std::string& line, MetricsRecord& record);
 
-// Throws InputError naming the file and line for a line that is not such an object.
+// Throws InputError naming the file and line ("<file>:<line>: ...") for a line that is not such an
+// object, or whose step is not a whole number >= 0, or whose documented figures (train_loss, val_loss,
+// lr, ...) are not numbers or null.
 std::vector<MetricsRecord> read_metrics_log(const std::filesystem::path& file);
 
 }  // namespace tf::train

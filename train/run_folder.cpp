@@ -114,10 +114,13 @@ void claim_fresh_run_folder(const fs::path& dir, bool overwrite, std::ostream& o
         << "): nothing to continue, so they moved into " << aside.string() << "/\n";
 }
 
-fs::path resume_checkpoint(const fs::path& dir) {
+namespace {
+
+// The newest checkpoint of a folder that holds some, when they are all of one run. `option` is how the
+// user named the folder ("--resume", "--init-from"; empty for a command's checkpoint argument): a
+// folder of several runs is refused with how to name one checkpoint on that command's line.
+fs::path newest_run_checkpoint(const fs::path& dir, const std::string& option) {
   const auto all = list_checkpoints(dir);
-  TF_CHECK_INPUT(!all.empty(), "--resume: no checkpoint in the run folder ", dir.string(),
-                 " (name one: --resume runs/x/ckpt_00000500.h5)");
   const std::string newest_id = checkpoint_run_id(all.back().second);
   for (const auto& [step, file] : all) {
     std::string id;
@@ -126,20 +129,29 @@ fs::path resume_checkpoint(const fs::path& dir) {
     } catch (const InputError&) {
       continue;  // an unreadable file is no run's; the newest one is checked when it is loaded
     }
-    TF_CHECK_INPUT(id == newest_id, "--resume: the run folder ", dir.string(),
+    TF_CHECK_INPUT(id == newest_id, option.empty() ? "" : option + ": ", "the run folder ", dir.string(),
                    " holds checkpoints of more than one run (", file.filename().string(), " is of run '", id,
                    "', ", all.back().second.filename().string(), " of run '", newest_id,
-                   "'): name the one to continue, e.g. --resume ", all.back().second.string());
+                   "'): name the one to use, e.g. ", option.empty() ? "" : option + " ", all.back().second.string());
   }
   return all.back().second;
 }
 
-fs::path checkpoint_argument(const std::string& argument) {
+}  // namespace
+
+fs::path resume_checkpoint(const fs::path& dir) {
+  TF_CHECK_INPUT(!list_checkpoints(dir).empty(), "--resume: no checkpoint in the run folder ", dir.string(),
+                 " (name one: --resume runs/x/ckpt_00000500.h5)");
+  return newest_run_checkpoint(dir, "--resume");
+}
+
+fs::path checkpoint_argument(const std::string& argument, const std::string& option) {
   const fs::path path(argument);
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    TF_CHECK_INPUT(!list_checkpoints(path).empty(), argument, ": a folder without checkpoints (ckpt_<step>.h5)");
-    return resume_checkpoint(path);
+    TF_CHECK_INPUT(!list_checkpoints(path).empty(), option.empty() ? "" : option + " ", argument,
+                   ": a folder without checkpoints (ckpt_<step>.h5)");
+    return newest_run_checkpoint(path, option);
   }
   if (fs::exists(path, ec) || ec) return path;  // opening it reports what is wrong with it
   const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");

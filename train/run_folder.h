@@ -34,16 +34,15 @@ void claim_fresh_run_folder(const std::filesystem::path& dir, bool overwrite, st
 // "dir/previous-20261203-201500" (with "-2", "-3" when taken): a new folder for files moved aside.
 std::filesystem::path make_previous_folder(const std::filesystem::path& dir);
 
-// "dir/previous-20261203-201500" (with "-2", "-3" when taken): a new folder for files moved aside.
-std::filesystem::path make_previous_folder(const std::filesystem::path& dir);
-
 // --resume without a path: the newest checkpoint of the folder's run. InputError when the folder has
 // none, or holds checkpoints of more than one run (then the user names one).
 std::filesystem::path resume_checkpoint(const std::filesystem::path& dir);
 
 // The checkpoint a command line names (sample, eval, info): a file, or a run folder for its run's
 // newest checkpoint. A missing file is an InputError that lists the checkpoints its folder does hold.
-std::filesystem::path checkpoint_argument(const std::string& argument);
+// `option`: the option that names it ("--init-from"), empty for a command's argument; a folder of
+// several runs is refused with an example of naming one checkpoint there.
+std::filesystem::path checkpoint_argument(const std::string& argument, const std::string& option = "");
 
 // Removes the oldest checkpoints of run `run_id` beyond the newest `keep`; checkpoints of other runs,
 // and files that cannot be read, are never touched.

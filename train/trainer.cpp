@@ -26,6 +26,7 @@
 #include "train/evaluate.h"
 #include "train/fine_tune.h"
 #include "train/interrupt.h"
+#include "train/output_path.h"
 #include "train/plan.h"
 #include "train/progress.h"
 #include "train/resume_changes.h"
@@ -177,7 +178,10 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
   TF_CHECK_INPUT(!(options.branch && options.overwrite), "--branch continues in a new folder and leaves ",
                  given.checkpoint.dir, " as it is; --overwrite moves that folder's later history aside: give one");
 
-  // Everything about the run folder and the checkpoints is checked before the data is read.
+  // Everything about the run folder and the checkpoints is checked before the data is read: first
+  // that the folders the run writes can be created (train/output_path.h).
+  check_output_folder(options.branch ? "train --branch" : "checkpoint.dir", dir);
+  if (!options.dry_run) check_output_folder("data.cache_dir", recipe.data.cache_dir);
   std::optional<fs::path> resume_from;
   if (options.resume)
     resume_from = options.resume->empty() ? resume_checkpoint(given.checkpoint.dir) : fs::path(*options.resume);
@@ -187,7 +191,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
     later = check_resume_folder(dir, *resume_from, options.overwrite, options.branch.has_value());
   }
   std::optional<fs::path> init_from;
-  if (options.init_from) init_from = checkpoint_argument(*options.init_from);
+  if (options.init_from) init_from = checkpoint_argument(*options.init_from, "--init-from");
   if (init_from) check_fine_tune_changes(*init_from, recipe);
   // A fresh run (or a branch) claims its folder before any work: another run's files are refused or
   // moved aside. Rank 0 alone looks: the others could see the files rank 0 writes below (the setup
@@ -312,7 +316,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
     if (writer) {
       {
         WritingCheckpoint writing(file);  // a second Ctrl-C meanwhile removes the partial file
-        save_checkpoint(run, batches.state(), file);
+        save_run_checkpoint(run, batches.state(), file);
       }
       new_files.checkpoint_written();
       prune_run_checkpoints(dir, run.recipe.checkpoint.keep, run.run_id);

@@ -90,6 +90,22 @@ TEST_P(InspectCommand, BadInputIsRefusedWithExitTwo) {
   expect_has(o.err, "the text to inspect is empty");
 }
 
+// --out is checked before the checkpoint is loaded: an output folder that cannot be created is named
+// even when the text would have been refused too, and nothing is written.
+TEST_P(InspectCommand, AnOutputFolderThatCannotBeCreatedIsRefusedFirst) {
+  tf::testing::write_file(tmp_.path() / "a_file", "x");
+  tf::testing::write_file(tmp_.path() / "empty.txt", "");
+  const fs::path out = tmp_.path() / "a_file" / "sub";
+  auto o = run({"inspect", run_dir_.string(), "--file", (tmp_.path() / "empty.txt").string(), "--out", out.string()});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: inspect --out '" + out.string() + "': cannot create the folder: '" +
+                        (tmp_.path() / "a_file").string() + "' is a file, not a folder");
+  o = run({"inspect", (tmp_.path() / "no_run").string(), "--text", "abc", "--out", (tmp_.path() / "a_file").string()});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: inspect --out '" + (tmp_.path() / "a_file").string() + "' is a file; expected a folder");
+  EXPECT_EQ(read_file(tmp_.path() / "a_file"), "x");
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, InspectCommand, ::testing::Values("tiny_gpt", "tiny_bert"));
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "inspect/plot.h"
 #include "train/run_fixture.h"
@@ -106,6 +107,58 @@ TEST_F(PlotCommand, DrawsOneRunOrSeveralAndRefusesAFolderWithoutMetrics) {
   o = run({"plot", (tmp_.path() / "empty_run").string()});
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("metrics.jsonl:2: not a metrics record"), std::string::npos) << o.err;
+}
+
+// A record whose step or loss is not a number is refused with its file and line (it used to be drawn
+// at x = NaN, or left out without a word), by plot and by report alike.
+TEST_F(PlotCommand, ARecordWhoseStepOrLossIsNotANumberIsNamedByLine) {
+  const fs::path dir = tmp_.path() / "edited";
+  const fs::path log = dir / "metrics.jsonl";
+  tf::testing::write_file(log, "{\"step\": 1, \"train_loss\": 2.5}\n{\"step\": \"two\", \"train_loss\": 2.4}\n");
+  auto o = run({"plot", dir.string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("error: " + log.string() + ":2: \"step\" must be a whole number >= 0 (the optimizer steps "
+                       "done), got the string \"two\""),
+            std::string::npos) << o.err;
+  tf::testing::write_file(log, "{\"step\": 1, \"train_loss\": 2.5}\n{\"step\": 2, \"train_loss\": \"2.4\"}\n");
+  o = run({"plot", dir.string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("error: " + log.string() + ":2: \"train_loss\" must be a number or null, got the string \"2.4\""),
+            std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(dir / "curves.png"));
+
+  const fs::path gpt = train_run("gpt", "tiny_gpt");
+  std::ofstream(gpt / "metrics.jsonl", std::ios::app) << "{\"step\": 7, \"train_loss\": 2.1, \"val_loss\": \"n/a\"}\n";
+  const size_t line = tf::testing::read_metrics(gpt / "metrics.jsonl").size();
+  o = run({"report", gpt.string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("error: " + (gpt / "metrics.jsonl").string() + ":" + std::to_string(line) +
+                       ": \"val_loss\" must be a number or null, got the string \"n/a\""),
+            std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(gpt / "report.html"));
+}
+
+// --out is checked before any log is read: a folder that does not exist, or a folder given as the
+// file, is named with the option, even when the run folders could not be plotted anyway.
+TEST_F(PlotCommand, AnOutputThatCannotBeWrittenIsRefusedBeforeTheLogsAreRead) {
+  const fs::path nowhere = tmp_.path() / "nowhere" / "c.png";
+  fs::create_directories(tmp_.path() / "empty_run");  // no metrics.jsonl
+  auto o = run({"plot", (tmp_.path() / "empty_run").string(), "--out", nowhere.string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("error: plot --out '" + nowhere.string() + "': the folder '" +
+                       (tmp_.path() / "nowhere").string() + "' does not exist; expected a file in an existing folder "
+                       "that can be written"),
+            std::string::npos) << o.err;
+  o = run({"plot", (tmp_.path() / "empty_run").string(), "--out", tmp_.path().string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("error: plot --out '" + tmp_.path().string() + "' is a folder; expected the name of a file"),
+            std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(tmp_.path() / "nowhere"));
+  // Without --out, a missing run folder is named by its log, not by the default output beside it.
+  o = run({"plot", (tmp_.path() / "no_run").string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find((tmp_.path() / "no_run" / "metrics.jsonl").string() + ": cannot read the metrics log"),
+            std::string::npos) << o.err;
 }
 
 }  // namespace

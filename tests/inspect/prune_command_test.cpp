@@ -3,6 +3,8 @@
 // for bit; `--sweep` lists every pruned size; bad input exits 2 and writes nothing.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <regex>
 
 #include "train/run_compare.h"
@@ -116,6 +118,50 @@ TEST_P(PruneCommand, BadRequestsExitTwoAndWriteNothing) {
   EXPECT_EQ(out.code, 2);
   expect_has(out.err, "nothing is overwritten");
   EXPECT_EQ(tf::testing::read_file(pruned), "keep me");
+}
+
+// The files prune would write are checked before the heads are measured: a sweep's --plot in a folder
+// that does not exist stops before the first row, and an --out that exists is refused before the text
+// is read.
+TEST_P(PruneCommand, OutputsAreCheckedBeforeTheHeadsAreMeasured) {
+  const fs::path nowhere = tmp_.path() / "nowhere";
+  auto out = run({"prune", dir_.string(), "--sweep", "--plot", (nowhere / "sweep.png").string()});
+  EXPECT_EQ(out.code, 2);
+  expect_has(out.err, "error: prune --plot '" + (nowhere / "sweep.png").string() + "': the folder '" +
+                          nowhere.string() + "' does not exist; expected a file in an existing folder that can be written");
+  EXPECT_EQ(out.out, "") << "the sweep ran";
+  out = run({"prune", dir_.string(), "--heads", "0.5", "--out", (nowhere / "pruned.h5").string()});
+  EXPECT_EQ(out.code, 2);
+  expect_has(out.err, "error: prune --out '" + (nowhere / "pruned.h5").string() + "': the folder '" +
+                          nowhere.string() + "' does not exist");
+  EXPECT_EQ(out.out, "");
+  EXPECT_FALSE(fs::exists(nowhere));
+  const fs::path pruned = tmp_.path() / "pruned.h5";
+  tf::testing::write_file(pruned, "keep me");
+  out = run({"prune", dir_.string(), "--heads", "0.5", "--out", pruned.string(), "--text",
+             (tmp_.path() / "missing.txt").string()});
+  EXPECT_EQ(out.code, 2);
+  expect_has(out.err, "error: prune: " + pruned.string() + " exists; choose another --out (nothing is overwritten)");
+  EXPECT_EQ(tf::testing::read_file(pruned), "keep me");
+}
+
+// A pruned checkpoint that the disk refuses (a file size limit of half the checkpoint: EFBIG, as a
+// full disk) is named in prune's own terms: no `--resume`, which prune does not take, and no run
+// folder's checkpoint "kept"; nothing is left behind.
+TEST_P(PruneCommand, AFullDiskIsNamedInPrunesTermsAndLeavesNothing) {
+  const fs::path pruned = tmp_.path() / "pruned.h5";
+  const auto limit = static_cast<rlim_t>(fs::file_size(dir_ / "ckpt_00000006.h5") / 2);
+  const int code = tf::testing::run_tapeformer({"prune", dir_.string(), "--heads", "0.5", "--out", pruned.string()},
+                                               tmp_.path() / "out.txt", tmp_.path() / "err.txt", {}, limit);
+  const std::string err = tf::testing::read_file(tmp_.path() / "err.txt");
+  EXPECT_EQ(code, 2) << err;
+  expect_has(err, "error: prune: cannot save checkpoint '" + pruned.string() + "': cannot write '" + pruned.string() +
+                      ".partial': " + std::strerror(EFBIG));
+  expect_has(err, "; nothing was written (free space or fix the folder, then run prune again)");
+  EXPECT_EQ(err.find("--resume"), std::string::npos) << err;
+  EXPECT_EQ(err.find("is kept"), std::string::npos) << err;
+  for (const char* name : {"pruned.h5", "pruned.h5.partial", "pruned.yaml"})
+    EXPECT_FALSE(fs::exists(tmp_.path() / name)) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PruneCommand, ::testing::Values("tiny_gpt", "tiny_bert"));

@@ -143,6 +143,24 @@ TEST_F(Report, TheReportCommandWritesABertRunsReport) {
   EXPECT_EQ(run({"report", (tmp_.path() / "nothing").string()}).code, 2);
 }
 
+// --out is checked before the checkpoint is loaded and the report drawn: nothing is computed or written
+// for a file that could not be written, and the error names the option.
+TEST_F(Report, AnOutputThatCannotBeWrittenIsRefusedBeforeTheWork) {
+  const fs::path dir = train_run("tiny_gpt", {});
+  const fs::path nowhere = tmp_.path() / "nowhere" / "r.html";
+  auto o = run({"report", dir.string(), "--out", nowhere.string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("error: report --out '" + nowhere.string() + "': the folder '" +
+                       (tmp_.path() / "nowhere").string() + "' does not exist"),
+            std::string::npos) << o.err;
+  // Checked before the checkpoint is looked for: a folder without one is not what is named.
+  fs::create_directories(tmp_.path() / "nothing");
+  o = run({"report", (tmp_.path() / "nothing").string(), "--out", tmp_.path().string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("error: report --out '" + tmp_.path().string() + "' is a folder"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(tmp_.path() / "report-picture.png"));
+}
+
 // What a reader sees: the page as Chromium draws it. headless_chromium_test shows that the harness
 // reports a console error and judges a blank page blank.
 TEST_F(Report, RendersInHeadlessChromium) {

@@ -7,13 +7,8 @@
 // checkpoint bit for bit and leaves no ".partial" file; --resume then finishes the run.
 #include <gtest/gtest.h>
 #include <hdf5.h>
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -225,34 +220,6 @@ TEST_F(CheckpointFaults, TruncatedOrBitFlippedFilesAreRefusedAndTheCliExitsWithT
   }
 }
 
-// `tapeformer ARGS` with a file size limit of `limit` bytes and SIGXFSZ ignored (both survive
-// exec), so that writing past the limit fails with EFBIG as on a full disk; the exit code.
-int run_with_file_size_limit(const std::vector<std::string>& args, rlim_t limit, const fs::path& out_file,
-                             const fs::path& err_file) {
-  std::vector<std::string> strings = {TAPEFORMER_BINARY};
-  strings.insert(strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // only async-signal-safe calls until exec
-    const int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    ::sigaction(SIGXFSZ, &ignore, nullptr);
-    const rlimit r{limit, limit};
-    if (::setrlimit(RLIMIT_FSIZE, &r) != 0) ::_exit(125);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // Exit code 2, not 1: the disk, not tapeformer, is at fault, and the message says what to do.
 TEST_F(CheckpointFaults, AFullDiskDuringSaveExitsWithTwoAndKeepsThePreviousCheckpoint) {
   const fs::path dir = tmp_ / "run";
@@ -264,7 +231,7 @@ TEST_F(CheckpointFaults, AFullDiskDuringSaveExitsWithTwoAndKeepsThePreviousCheck
   resume.push_back("--resume");
   resume.push_back("--accept-changes");  // 2 steps and checkpoint.interval 1 -> 3 steps, a checkpoint every step
   // Half a checkpoint: step 3 trains, and its checkpoint cannot be written.
-  const int code = run_with_file_size_limit(resume, before.size() / 2, tmp_ / "full.out", tmp_ / "full.err");
+  const int code = tf::testing::run_tapeformer(resume, tmp_ / "full.out", tmp_ / "full.err", {}, before.size() / 2);
   const std::string err = read_file(tmp_ / "full.err");
   const fs::path third = checkpoint_path(dir, 3);
   EXPECT_EQ(code, 2) << err;

@@ -111,12 +111,24 @@ TEST_F(Errors, MissingEmptyOrTooShortTrainingTextIsNamed) {
                           "') has 9 tokens, too few for one training window of data.seq_len + 1 = 33");
 }
 
+// Checked before the data is read: a run folder that cannot be created stops the run before the
+// text is tokenized (no token cache is written), and a --branch folder is named by its option.
 TEST_F(Errors, UnwritableRunOrCacheFolderIsNamed) {
   tf::testing::write_file(tmp_ / "a_file", "not a folder");
+  const std::string a_file = (tmp_ / "a_file").string();
   std::string message = train_error(recipe({"checkpoint.dir=" + (tmp_ / "a_file" / "run").string()}), quiet_);
-  expect_has(message, "checkpoint.dir '" + (tmp_ / "a_file" / "run").string() + "': cannot create the run folder: ");
+  expect_has(message, "checkpoint.dir '" + (tmp_ / "a_file" / "run").string() + "': cannot create the folder: '" +
+                          a_file + "' is a file, not a folder");
+  EXPECT_FALSE(fs::exists(tmp_ / "cache")) << "the text was tokenized before the refusal";
   message = train_error(recipe({"data.cache_dir=" + (tmp_ / "a_file" / "cache").string()}), quiet_);
-  expect_has(message, "token cache: cannot create '" + (tmp_ / "a_file" / "cache").string() + "'");
+  expect_has(message, "data.cache_dir '" + (tmp_ / "a_file" / "cache").string() + "': cannot create the folder: '" +
+                          a_file + "' is a file, not a folder");
+  EXPECT_FALSE(fs::exists(tmp_ / "run")) << "the run started";
+
+  train(recipe({}), quiet_);
+  const Outcome o = run({"train", (tmp_ / "run" / "recipe.yaml").string(), "--resume", "--branch", a_file});
+  EXPECT_EQ(o.code, 2);
+  expect_has(o.err, "error: train --branch '" + a_file + "' is a file; expected a folder (created when missing)");
 }
 
 TEST_F(Errors, DamagedTokenizerFormsAreNamed) {
@@ -184,6 +196,23 @@ TEST_F(Errors, AnomalyModeNamesTheOpTheLayerAndTheStep) {
   EXPECT_EQ(o.code, 2);
   EXPECT_TRUE(std::regex_search(o.err, std::regex("error: step [0-9]+: anomaly: (the backward of )?op '[a-z_]+' in layer '")))
       << o.err;
+}
+
+// eval, heads and prune read the checkpoint's validation split by default; when its text is not here,
+// the error ends with the command's own way out (--text), not only the recipe's data keys, which
+// these commands cannot change.
+TEST_F(Errors, AMissingValidationSplitPointsToText) {
+  train(recipe({}), quiet_);
+  const fs::path gpt = checkpoint_path(tmp_ / "run", 2);
+  fs::remove(text_);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"eval", gpt.string()}, {"heads", gpt.string()},
+        {"prune", gpt.string(), "--heads", "0.5", "--out", (tmp_ / "pruned.h5").string()}}) {
+    const Outcome o = run(args);
+    EXPECT_EQ(o.code, 2) << args[0];
+    expect_has(o.err, "read_text: '" + text_.string() + "' does not exist");
+    expect_has(o.err, "; the validation split of " + gpt.string() + "'s recipe is not here: give a text with --text FILE");
+  }
 }
 
 TEST_F(Errors, SamplingAndEvaluationRefuseBadRequests) {

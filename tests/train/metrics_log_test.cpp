@@ -43,5 +43,29 @@ TEST(MetricsLog, AMalformedLineIsNamed) {
   }
 }
 
+// plot and report draw and quote these fields as numbers: a step that is not a whole number, or a
+// figure given as a string, is named by file, line and field. nan and inf are not JSON numbers.
+TEST(MetricsLog, AFieldThatIsNotANumberIsNamedWithItsLine) {
+  tf::testing::RunTempDir tmp;
+  const auto file = tmp.path() / "metrics.jsonl";
+  const std::string at = file.string() + ":2: ";
+  const std::string step = "\"step\" must be a whole number >= 0 (the optimizer steps done), got ";
+  for (const auto& [line, said] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"step\": \"3\", \"train_loss\": 2.5}", at + step + "the string \"3\""},
+           {"{\"step\": null, \"train_loss\": 2.5}", at + step + "null"},
+           {"{\"train_loss\": 2.5}", at + step + "no \"step\" field"},
+           {"{\"step\": 2.5}", at + step + "2.5"},
+           {"{\"step\": -1}", at + step + "-1"},
+           {"{\"step\": 2, \"train_loss\": \"high\"}", at + "\"train_loss\" must be a number or null, got the string \"high\""},
+           {"{\"step\": 2, \"lr\": \"3e-4\"}", at + "\"lr\" must be a number or null, got the string \"3e-4\""},
+           {"{\"step\": 2, \"train_loss\": nan}", at + "not a metrics record"},
+           {"{\"step\": 2, \"val_loss\": -inf}", at + "not a metrics record"},
+           {"{\"step\": 2, \"lr\": .5}", at + "not a metrics record"}}) {
+    tf::testing::write_file(file, "{\"step\": 1, \"train_loss\": 3, \"val_loss\": null, \"run\": \"ab\"}\n" + line + "\n");
+    const std::string message = tf::testing::error_message<InputError>([&] { read_metrics_log(file); });
+    EXPECT_EQ(message.rfind(said, 0), 0u) << line << "\n" << message;
+  }
+}
+
 }  // namespace
 }  // namespace tf::train

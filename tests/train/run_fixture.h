@@ -143,10 +143,12 @@ inline double number(const MetricsRecord& r, const std::string& key) {
 class Child {
  public:
   // `cwd`: the child's working directory (empty: this process's). `program`: what to run instead
-  // of tapeformer (mpirun, for the tests of several processes).
+  // of tapeformer (mpirun, for the tests of several processes). `file_size_limit`: the most bytes
+  // the child may write to a file, with SIGXFSZ ignored (both survive exec), so that writing past it
+  // fails with EFBIG as on a full disk.
   Child(const std::vector<std::string>& args, const std::filesystem::path& out_file,
         const std::filesystem::path& err_file, const std::filesystem::path& cwd = {},
-        const std::string& program = TAPEFORMER_BINARY) {
+        const std::string& program = TAPEFORMER_BINARY, rlim_t file_size_limit = RLIM_INFINITY) {
     std::vector<std::string> argv_strings = {program};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -160,6 +162,13 @@ class Child {
       ::dup2(out, 1);
       ::dup2(err, 2);
       if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
+      if (file_size_limit != RLIM_INFINITY) {
+        struct sigaction ignore {};
+        ignore.sa_handler = SIG_IGN;
+        ::sigaction(SIGXFSZ, &ignore, nullptr);
+        const rlimit limit{file_size_limit, file_size_limit};
+        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(125);
+      }
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
@@ -203,10 +212,11 @@ class Child {
   long max_rss_kib_ = 0;
 };
 
-// Runs `tapeformer ARGS` to completion; the exit code (or 128 + signal).
+// Runs `tapeformer ARGS` to completion; the exit code (or 128 + signal). `file_size_limit`: as Child's.
 inline int run_tapeformer(const std::vector<std::string>& args, const std::filesystem::path& out_file,
-                          const std::filesystem::path& err_file, const std::filesystem::path& cwd = {}) {
-  Child child(args, out_file, err_file, cwd);
+                          const std::filesystem::path& err_file, const std::filesystem::path& cwd = {},
+                          rlim_t file_size_limit = RLIM_INFINITY) {
+  Child child(args, out_file, err_file, cwd, TAPEFORMER_BINARY, file_size_limit);
   const int status = child.wait();
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -9,6 +9,7 @@
 
 #include <set>
 
+#include "support/errors.h"
 #include "train/checkpoint.h"
 #include "train/run_folder_fixture.h"
 #include "train/trainer.h"
@@ -83,6 +84,34 @@ TEST_F(RunFolder, PruningAndResumeKeepToTheFoldersOwnRun) {
   const std::string message = error_of(recipe({"train.steps=10"}), resume);
   EXPECT_NE(message.find("holds checkpoints of more than one run"), std::string::npos) << message;
   EXPECT_NE(message.find("--resume " + checkpoint_path(dir_, 40).string()), std::string::npos) << message;
+}
+
+// A run folder of several runs given in place of a checkpoint: each command is told how to name one
+// on its own command line; only train --resume (and --init-from) hear of their option.
+TEST_F(RunFolder, AFolderOfSeveralRunsIsRefusedInTheCommandsOwnTerms) {
+  const fs::path other = tmp_.path() / "other";
+  train(recipe({"train.steps=4", "schedule.warmup_steps=1", "checkpoint.interval=4", "checkpoint.dir=" + other.string()}),
+        quiet_);
+  train(recipe({"train.steps=2", "schedule.warmup_steps=1", "checkpoint.interval=2"}), quiet_);
+  fs::copy_file(checkpoint_path(other, 4), checkpoint_path(dir_, 4));
+  const std::string newest = checkpoint_path(dir_, 4).string();
+  const std::string several = "the run folder " + dir_.string() + " holds checkpoints of more than one run (";
+  std::string message = tf::testing::error_message<InputError>([&] { checkpoint_argument(dir_.string()); });
+  EXPECT_EQ(message.rfind(several, 0), 0u) << message;
+  EXPECT_NE(message.find("): name the one to use, e.g. " + newest), std::string::npos) << message;
+  EXPECT_EQ(message.find("--resume"), std::string::npos) << message;
+  message = tf::testing::error_message<InputError>([&] { checkpoint_argument(dir_.string(), "--init-from"); });
+  EXPECT_EQ(message.rfind("--init-from: " + several, 0), 0u) << message;
+  EXPECT_NE(message.find("e.g. --init-from " + newest), std::string::npos) << message;
+  // Through the program: prune and eval name no option they do not take.
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"eval", dir_.string()},
+                                               {"prune", dir_.string(), "--heads", "0.5", "--out",
+                                                (tmp_.path() / "pruned.h5").string()}}) {
+    const auto o = tf::testing::run_command(args, tmp_.path());
+    EXPECT_EQ(o.code, 2) << args[0];
+    EXPECT_NE(o.err.find("error: " + several), std::string::npos) << o.err;
+    EXPECT_EQ(o.err.find("--resume"), std::string::npos) << o.err;
+  }
 }
 
 // Pruning after each checkpoint removes older ones one file at a time, after the new one is complete.
