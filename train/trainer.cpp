@@ -363,11 +363,6 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
       }
     }
     const bool last = run.step == run.total_steps();
-    // Whether to stop after this step, read once: a signal may land at any moment, and every rank
-    // must act on the same answer (one reading the flag again could leave the others waiting in
-    // the next step's collectives). A Ctrl-C on any rank stops them all.
-    bool stop = interrupt_requested();
-    if (comm.size() > 1) stop = comm.allreduce_max(stop ? 1 : 0) != 0;
     double val_loss = -1;
     EvalResult eval_now;  // this step's evaluation; NaN figures (written as null) when there is none
     eval_now.loss = eval_now.perplexity = std::numeric_limits<double>::quiet_NaN();
@@ -381,6 +376,11 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
       progress.report_eval(run.step, e);
     }
     progress.update(run.step, loss, lr, tokens_per_step);
+    // Whether to stop after this step, read once, as late as the step's log allows: a signal may land at any moment, and every rank
+    // must act on the same answer (one reading the flag again could leave the others waiting in
+    // the next step's collectives). A Ctrl-C on any rank stops them all.
+    bool stop = interrupt_requested();
+    if (comm.size() > 1) stop = comm.allreduce_max(stop ? 1 : 0) != 0;
     if (writer && (run.step % run.recipe.log.interval == 0 || last || stop || val_loss >= 0)) {
       metrics << "{\"step\": " << run.step << ", \"train_loss\": " << json_number(loss) << ", \"val_loss\": "
               << (val_loss >= 0 ? json_number(val_loss) : "null") << ", \"lr\": " << json_number(lr)

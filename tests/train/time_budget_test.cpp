@@ -158,6 +158,18 @@ TEST_F(TimeBudgetRun, AFinishedBudgetedRunContinuesToRaisedStepsOrForMoreTime) {
   EXPECT_EQ(last.budget_steps, last.step);
   EXPECT_GT(last.elapsed_seconds, elapsed + 0.5);
   EXPECT_LT(last.elapsed_seconds, elapsed + 3) << "a second more, give or take the checkpoint writes";
+  // A budget below the time already trained, and a --more that is not a duration, are refused.
+  args.erase(args.end() - 2, args.end());  // --more 1s
+  auto short_budget = args;
+  short_budget.insert(short_budget.end(), {"--set", "train.time_budget=0.01s"});
+  const auto refused = tf::testing::run_command(short_budget, tmp_.path());
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("is the run's whole training time, and it has trained"), std::string::npos) << refused.err;
+  auto bad_more = args;
+  bad_more.insert(bad_more.end(), {"--more", "soon"});
+  const auto bad = tf::testing::run_command(bad_more, tmp_.path());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--more: expected a duration such as 90s, 5m or 1.5h, got 'soon'"), std::string::npos) << bad.err;
   // One record per step through all three processes.
   const auto records = tf::testing::read_metrics(dir / "metrics.jsonl");
   ASSERT_EQ(records.size(), static_cast<size_t>(last.step));
