@@ -62,6 +62,13 @@ std::vector<std::string_view> pretokenize(std::string_view text) {
   return chunks;
 }
 
+size_t BpeTokenizer::split_point(std::string_view text, size_t at) const {
+  const auto space = [&](size_t i) { return class_of(static_cast<unsigned char>(text[i])) == ByteClass::space; };
+  for (size_t p = std::max<size_t>(at, 1); p + 1 < text.size(); ++p)
+    if (text[p] == ' ' && !space(p - 1) && !space(p + 1)) return p;
+  return text.size();
+}
+
 BpeTokenizer::BpeTokenizer(std::vector<Merge> merges) : merges_(std::move(merges)) {
   token_bytes_.reserve(256 + merges_.size());
   for (int b = 0; b < 256; ++b) token_bytes_.emplace_back(1, static_cast<char>(b));

@@ -49,6 +49,9 @@ class BpeTokenizer : public Tokenizer {
 
   std::string_view kind() const override { return "bpe"; }
   std::vector<int32_t> encode(std::string_view text) const override;
+  // Before a single space that sits between two non-space bytes: a pre-tokenisation boundary that
+  // does not depend on the text around it (Note [pre-tokenisation]).
+  size_t split_point(std::string_view text, size_t at) const override;
   std::string decode(std::span<const int32_t> ids) const override;
   std::string to_string() const override;
   static BpeTokenizer from_string(std::string_view serialised);

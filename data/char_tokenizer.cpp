@@ -45,11 +45,12 @@ CharTokenizer::CharTokenizer(std::vector<char32_t> code_points) : code_points_(s
     TF_CHECK_INPUT(cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF), "CharTokenizer: U+", std::hex,
                    static_cast<uint32_t>(cp), " is not a Unicode scalar value");
     id_of_cp_[cp] = static_cast<int32_t>(i) + 1;
+    if (cp < 128) ascii_ids_[cp] = static_cast<int32_t>(i) + 1;
   }
 }
 
-CharTokenizer CharTokenizer::train(std::string_view text, const std::vector<std::string>& specials) {
-  std::vector<bool> seen_ascii(128, false);
+std::vector<char32_t> CharTokenizer::distinct_code_points(std::string_view text) {
+  std::vector<bool> seen_bmp(0x10000, false);  // the Basic Multilingual Plane, where nearly all text lies
   std::vector<char32_t> code_points;
   for (size_t i = 0; i < text.size();) {
     const size_t length = utf8_sequence_length(text, i);
@@ -58,11 +59,17 @@ CharTokenizer CharTokenizer::train(std::string_view text, const std::vector<std:
       continue;
     }
     const char32_t cp = utf8_decode(text.data() + i, length);
-    if (cp >= 128 || !seen_ascii[cp]) code_points.push_back(cp);  // the constructor deduplicates
-    if (cp < 128) seen_ascii[cp] = true;
+    if (cp >= 0x10000 || !seen_bmp[cp]) code_points.push_back(cp);
+    if (cp < 0x10000) seen_bmp[cp] = true;
     i += length;
   }
-  CharTokenizer tok(std::move(code_points));
+  std::sort(code_points.begin(), code_points.end());
+  code_points.erase(std::unique(code_points.begin(), code_points.end()), code_points.end());
+  return code_points;
+}
+
+CharTokenizer CharTokenizer::train(std::string_view text, const std::vector<std::string>& specials) {
+  CharTokenizer tok(distinct_code_points(text));
   for (const auto& s : specials) tok.add_special(s);
   return tok;
 }
@@ -71,6 +78,11 @@ std::vector<int32_t> CharTokenizer::encode(std::string_view text) const {
   std::vector<int32_t> ids;
   ids.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
+    if (const auto byte = static_cast<unsigned char>(text[i]); byte < 128) {  // kUnknown (0) when unseen
+      ids.push_back(ascii_ids_[byte]);
+      ++i;
+      continue;
+    }
     const size_t length = utf8_sequence_length(text, i);
     if (length == 0) {  // an invalid byte: one <unk>, then resynchronise on the next byte
       ids.push_back(kUnknown);
@@ -82,6 +94,12 @@ std::vector<int32_t> CharTokenizer::encode(std::string_view text) const {
     i += length;
   }
   return ids;
+}
+
+size_t CharTokenizer::split_point(std::string_view text, size_t at) const {
+  for (size_t p = std::max<size_t>(at, 1); p < text.size(); ++p)
+    if ((static_cast<unsigned char>(text[p]) & 0xC0) != 0x80) return p;  // not a continuation byte
+  return text.size();
 }
 
 std::string CharTokenizer::decode(std::span<const int32_t> ids) const {

@@ -12,6 +12,7 @@
 //   U+0041                                 n lines, ascending, hexadecimal
 //   specials <k> ...
 #pragma once
+#include <array>
 #include <unordered_map>
 
 #include "data/tokenizer.h"
@@ -25,9 +26,13 @@ class CharTokenizer : public Tokenizer {
   // Every distinct code point of `text` (invalid UTF-8 bytes are skipped), then `specials`.
   static CharTokenizer train(std::string_view text, const std::vector<std::string>& specials = {});
   explicit CharTokenizer(std::vector<char32_t> code_points);  // sorted and deduplicated here
+  // The distinct code points of `text`, ascending (invalid UTF-8 bytes are skipped): train's
+  // vocabulary, gathered a chunk at a time for a corpus read as a stream.
+  static std::vector<char32_t> distinct_code_points(std::string_view text);
 
   std::string_view kind() const override { return "char"; }
   std::vector<int32_t> encode(std::string_view text) const override;
+  size_t split_point(std::string_view text, size_t at) const override;  // any code point boundary
   std::string decode(std::span<const int32_t> ids) const override;
   int32_t id_of(std::string_view special) const override;  // also knows "<unk>" (id 0)
   std::vector<int32_t> special_ids() const override;       // 0 and the added specials
@@ -43,6 +48,7 @@ class CharTokenizer : public Tokenizer {
  private:
   std::vector<char32_t> code_points_;              // id i + 1 <-> code_points_[i]
   std::unordered_map<char32_t, int32_t> id_of_cp_;
+  std::array<int32_t, 128> ascii_ids_{};  // encode's fast path: the id of each ASCII code point
 };
 
 // Decodes the well-formed UTF-8 sequence of `length` bytes at s (see utf8_sequence_length).

@@ -34,6 +34,10 @@ class Tokenizer {
   virtual std::string_view kind() const = 0;  // "char" or "bpe"
   int32_t vocab_size() const { return base_vocab_size() + static_cast<int32_t>(specials_.size()); }
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // A place to cut `text` for encoding in pieces: the smallest p >= at, 0 < p < text.size(), with
+  // encode(text) == encode(text[0, p)) + encode(text[p, end)); text.size() when there is none. A
+  // corpus is encoded in chunks cut there, in parallel (data/prepare.h).
+  virtual size_t split_point(std::string_view text, size_t at) const = 0;
   // Throws tf::Error naming the id when an id is outside [0, vocab_size()).
   virtual std::string decode(std::span<const int32_t> ids) const = 0;
 
