@@ -10,10 +10,12 @@
 #include <regex>
 #include <set>
 
+#include "data/text.h"
 #include "data/tokenizer.h"
 #include "framework/io/hdf5_io.h"
 #include "support/errors.h"
 #include "train/checkpoint.h"
+#include "train/metrics_log.h"
 #include "train/run_fixture.h"
 #include "train/trainer.h"
 
@@ -89,7 +91,25 @@ TEST_F(Errors, CommandLineUsageExitsWithTwo) {
   expect_has(o.err, "The following argument was not expected: --bogus");
   o = run({"train", (tmp_ / "missing.yaml").string()});
   EXPECT_EQ(o.code, 2);
-  expect_has(o.err, "error: " + (tmp_ / "missing.yaml").string() + ": cannot read the recipe file (does it exist?)");
+  expect_has(o.err, "error: " + (tmp_ / "missing.yaml").string() + ": cannot read the recipe file (does it exist? looked for ");
+}
+
+// docs/recipes.md promises that a message about a path that is not there names the absolute path it
+// looked for: a relative path starts from the folder the program runs in.
+TEST_F(Errors, NotFoundMessagesNameTheAbsolutePathLookedFor) {
+  const tf::testing::CwdGuard cwd(tmp_.path());
+  const std::string tried = "; relative paths start from the current folder";
+  expect_has(error_message<InputError>([] { load_recipe("missing.yaml"); }),
+             "missing.yaml: cannot read the recipe file (does it exist? looked for " +
+                 (fs::current_path() / "missing.yaml").string() + tried + ")");
+  expect_has(error_message<InputError>([] { data::read_text("nowhere.txt"); }),
+             "read_text: 'nowhere.txt' does not exist (looked for " + (fs::current_path() / "nowhere.txt").string() + tried);
+  expect_has(error_message<InputError>([] { H5Reader reader("missing.h5"); }),
+             "cannot open HDF5 file 'missing.h5': no such file (looked for " +
+                 (fs::current_path() / "missing.h5").string() + tried + ")");
+  expect_has(error_message<InputError>([] { read_metrics_log("run/metrics.jsonl"); }),
+             "run/metrics.jsonl: cannot read the metrics log (does the run folder hold a run? looked for " +
+                 (fs::current_path() / "run/metrics.jsonl").string() + tried + ")");
 }
 
 TEST_F(Errors, MissingEmptyOrTooShortTrainingTextIsNamed) {
