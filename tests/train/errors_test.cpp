@@ -94,6 +94,18 @@ TEST_F(Errors, CommandLineUsageExitsWithTwo) {
   expect_has(o.err, "error: " + (tmp_ / "missing.yaml").string() + ": cannot read the recipe file (does it exist? looked for ");
 }
 
+// The environment variable that picks the attention kernel (docs/models.md) is read at the first
+// attention call: another value stops the run with exit code 2, before any checkpoint.
+TEST_F(Errors, AnUnknownAttentionKernelChoiceIsRefused) {
+  ASSERT_EQ(setenv("TAPEFORMER_ATTENTION", "fastest", 1), 0);  // the child inherits it
+  const Outcome o = run(tf::testing::train_args("tiny_gpt", text_, tmp_ / "run", tmp_ / "cache",
+                                                {"train.steps=2", "schedule.warmup_steps=1", "eval.interval=0"}));
+  unsetenv("TAPEFORMER_ATTENTION");
+  EXPECT_EQ(o.code, 2) << o.err;
+  expect_has(o.err, "error: TAPEFORMER_ATTENTION must be naive, flash or auto, got 'fastest'");
+  EXPECT_TRUE(tf::train::list_checkpoints(tmp_ / "run").empty());
+}
+
 // docs/recipes.md promises that a message about a path that is not there names the absolute path it
 // looked for: a relative path starts from the folder the program runs in.
 TEST_F(Errors, NotFoundMessagesNameTheAbsolutePathLookedFor) {
