@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "framework/looked_for.h"
 
 namespace tf::data {
 
@@ -85,8 +86,7 @@ std::string read_text(const fs::path& path) {
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
   TF_CHECK_INPUT(!ec, "read_text: '", path.string(), "': ", ec.message());
-  TF_CHECK_INPUT(exists, "read_text: '", path.string(), "' does not exist (looked for ", fs::absolute(path, ec).string(),
-                 "; relative paths start from the current folder)");
+  TF_CHECK_INPUT(exists, "read_text: '", path.string(), "' does not exist (", looked_for(path), ")");
   if (!fs::is_directory(path, ec)) return read_file(path);
 
   std::vector<fs::path> files = regular_files_in(path, "read_text");

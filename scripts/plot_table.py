@@ -2,7 +2,7 @@
 """A Markdown table of numbers as an SVG line chart, with nothing but the standard library.
 
     scripts/length_generalisation.sh > table.md
-    scripts/plot_table.py table.md docs/length_generalisation.svg --y "bits/char"
+    scripts/plot_table.py table.md docs/length_generalisation.svg --y "bits/char" [--x "T (context length)"]
 
 The header row names the x values ("T = 128", ...: the number is taken from each header cell);
 each later row is one line, labelled by its first cell; "-" cells are gaps. The x axis is
@@ -18,6 +18,8 @@ COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 def read_table(path):
     rows = [line.strip().strip("|").split("|") for line in open(path, encoding="utf-8") if line.startswith("|")]
+    if not rows:
+        return [], []
     header, body = rows[0], [r for r in rows[1:] if not set("".join(r)) <= set("-: ")]
     xs = [float(re.findall(r"[-0-9.]+", cell)[-1]) for cell in header[1:]]
     lines = []
@@ -28,13 +30,15 @@ def read_table(path):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("table")
-    p.add_argument("svg")
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("table", help="a Markdown file holding one table: its lines that start with '|'")
+    p.add_argument("svg", help="the SVG file to write")
     p.add_argument("--y", default="", help="y axis label")
     p.add_argument("--x", default="T (context length)", help="x axis label")
     a = p.parse_args()
     xs, lines = read_table(a.table)
+    if len(xs) < 2 or not lines:
+        p.error(f"{a.table}: expected a table with a header row of at least two x values and a row of numbers")
     log2 = all(x > 0 and math.log2(x).is_integer() for x in xs)
     fx = (lambda x: math.log2(x)) if log2 else (lambda x: x)
     ys = [y for _, v in lines for y in v if y is not None]

@@ -12,8 +12,11 @@ figures computed again in PyTorch.
     tc.evaluate(ckpt, text)["loss"]                       # what `tapeformer eval --text` prints
 
     python3 scripts/tapeformer_checkpoint.py info CKPT
-    python3 scripts/tapeformer_checkpoint.py eval CKPT --text FILE [--batches N] [--set KEY=VALUE] [--json]
+    python3 scripts/tapeformer_checkpoint.py eval CKPT --text FILE [--batches N] [--set KEY=VALUE]... [--dtype float32] [--json]
     python3 scripts/tapeformer_checkpoint.py encode CKPT --text FILE
+
+CKPT is a checkpoint file or a run folder (its newest checkpoint); FILE a UTF-8 file or a folder of
+them, as tapeformer reads it. Errors go to stderr with exit code 2.
 
 Needs h5py, numpy and torch (Debian: python3-h5py, python3-torch); the tokenizer alone needs nothing
 (tapeformer_tokenizer.py). B = batch, T = seq_len, V = vocabulary size.
@@ -233,6 +236,9 @@ def load(path, settings=()):
 
 def read_text(path):
     """data::read_text: a UTF-8 file, or a folder's regular files sorted by name, joined by '\n'."""
+    if not os.path.exists(path):  # not an empty text: tapeformer refuses it too
+        raise FileNotFoundError(f"read_text: '{path}' does not exist (looked for {os.path.abspath(path)}; "
+                                "relative paths start from the current folder)")
     files = sorted(os.path.join(path, n) for n in os.listdir(path)) if os.path.isdir(path) else [path]
     texts = []
     for file in files:
@@ -343,6 +349,14 @@ def info(ckpt):
     return "\n".join(lines)
 
 
+def _batches(text):
+    """--batches as tapeformer eval takes it: a whole number in [0, 2^40]."""
+    n = int(text) if re.fullmatch(r"\d+", text) else -1
+    if not 0 <= n <= 1 << 40:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, {1 << 40}], got {text}")
+    return n
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     commands = p.add_subparsers(dest="command", required=True)
@@ -353,7 +367,7 @@ def main(argv=None):
         if name != "info":
             c.add_argument("--text", required=True, help="UTF-8 text file or folder")
         if name == "eval":
-            c.add_argument("--batches", type=int, default=0, help="at most this many batches; 0: the whole text")
+            c.add_argument("--batches", type=_batches, default=0, help="at most this many batches; 0: the whole text")
             c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as tapeformer eval --set")
             c.add_argument("--dtype", choices=["float64", "float32"], default="float64")
             c.add_argument("--json", action="store_true", help="one JSON object with every figure")

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/looked_for.h"
 
 namespace tf::train {
 
@@ -98,7 +99,8 @@ double MetricsRecord::number(const std::string& key) const {
 
 std::vector<MetricsRecord> read_metrics_log(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  TF_CHECK_INPUT(in, file.string(), ": cannot read the metrics log (does the run folder hold a run?)");
+  TF_CHECK_INPUT(in, file.string(), ": cannot read the metrics log (does the run folder hold a run? ", looked_for(file),
+                 ")");
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "framework/looked_for.h"
 #include "train/recipe_inert.h"
 #include "train/recipe_schema.h"
 
@@ -406,7 +407,7 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
                      (listed.empty() ? std::string() : " (it holds " + listed + ")"));
   }
   std::ifstream in(path, std::ios::binary);
-  TF_CHECK_INPUT(in, path, ": cannot read the recipe file (does it exist?)");
+  TF_CHECK_INPUT(in, path, ": cannot read the recipe file (does it exist? ", looked_for(path), ")");
   std::stringstream text;
   text << in.rdbuf();
   // Each recipe gets its own run folder unless it names one: two recipes never share a folder by default.

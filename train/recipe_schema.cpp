@@ -274,7 +274,7 @@ std::vector<Field> make_fields() {
       integer("checkpoint.interval", "steps between checkpoints; the last step always writes one; 0: only the last", REF(checkpoint.interval), 0),
       integer("checkpoint.keep", "checkpoints kept in the run folder", REF(checkpoint.keep), 1, 1000),
 
-      integer("log.interval", "steps between progress updates and metrics records", REF(log.interval), 1),
+      integer("log.interval", "steps between metrics records (metrics.jsonl); not the progress line", REF(log.interval), 1),
       boolean("log.report", "after training, write report.html into the run folder (tapeformer report)", REF(log.report)),
 
       integer("sample.tokens", "GPT: tokens sampled after training; 0 disables (BERT: always 0)", REF(sample.tokens), 0, 1 << 20),

@@ -16,6 +16,7 @@
 
 #include "framework/io/hdf5_io.h"
 #include "framework/io/hdf5_io_common.h"
+#include "framework/looked_for.h"
 
 namespace tf {
 
@@ -190,7 +191,7 @@ hid_t hdf5::vlen_length_type() {
 H5Reader::H5Reader(std::string path) : path_(std::move(path)) {
   init();
   std::error_code ec;
-  TF_CHECK_INPUT(fs::exists(path_, ec), "cannot open HDF5 file '", path_, "': no such file");
+  TF_CHECK_INPUT(fs::exists(path_, ec), "cannot open HDF5 file '", path_, "': no such file (", looked_for(path_), ")");
   TF_CHECK_INPUT(fs::is_regular_file(path_, ec), "cannot open HDF5 file '", path_, "': not a regular file");
   const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   TF_CHECK_INPUT(fd >= 0, "cannot open HDF5 file '", path_, "': ", std::strerror(errno));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -135,6 +136,29 @@ TEST(GradcheckCommand, ExplainShowsWhatAFailureLooksLike) {
                                                           "([-0-9.e+]+) +numeric +([-0-9.e+]+)")))
       << r.output;
   EXPECT_NEAR(std::stod(m[1]) * 2, std::stod(m[2]), 1e-5 * std::abs(std::stod(m[2])));
+}
+
+// docs/gradcheck.md shows each table's header as an indented line; the program prints it exactly.
+TEST(GradcheckCommand, TheDocShowsTheHeadersAsPrinted) {
+  std::ifstream file(std::string(TAPEFORMER_SOURCE_DIR) + "/docs/gradcheck.md");
+  std::stringstream doc;
+  doc << file.rdbuf();
+  const std::string text = doc.str();
+  const auto quoted = [&](const std::string& first_word) {
+    const std::string start = "\n    " + first_word + " ";
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(text, m, std::regex(start + "[^\n]*"))) << "no header '" << first_word << "' in the doc";
+    return m.empty() ? std::string("(none)") : m.str().substr(5);  // without "\n" and the indentation
+  };
+  const auto printed = [](const ProgramRun& r, const std::string& line) {
+    return r.output.find("\n" + line + "\n") != std::string::npos;
+  };
+  const ProgramRun ops = run("gradcheck --ops");
+  const std::string ops_header = quoted("op");
+  EXPECT_TRUE(printed(ops, ops_header)) << ops_header << "\nis not a line of\n" << ops.output;
+  const ProgramRun model = run("gradcheck --model " + recipe_path("gpt_tiny.yaml"));
+  const std::string model_header = quoted("parameter");
+  EXPECT_TRUE(printed(model, model_header)) << model_header << "\nis not a line of\n" << model.output;
 }
 
 TEST(GradcheckCommandErrors, BadInputExitsWithTwo) {

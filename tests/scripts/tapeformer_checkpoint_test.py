@@ -252,6 +252,13 @@ def main():
                 print(f"{label:<42} {shown[:44]:<44} {cpp['loss']:>16.12f} {py['loss']:>16.12f} "
                       f"{abs(cpp['loss'] - py['loss']) / cpp['loss']:>9.1e} "
                       f"{'' if perturbed is None else f'{perturbed:.1e}':>9}")
+        # A --text that names nothing is refused with exit code 2, as tapeformer refuses it; it once read
+        # as an empty text.
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = tc.main(["eval", trained, "--text", os.path.join(tmp, "nowhere.txt")])
+        if code != 2 or "does not exist" not in err.getvalue():
+            raise SystemExit(f"FAIL: eval --text of a missing file exited with {code}: {err.getvalue()}")
     print(f"ok: {len(CONFIGS)} configurations; the tokenizers (char, bpe) gave the ids of tapeformer's token cache; "
           f"{time.time() - start:.1f} s")
     return 0

@@ -10,10 +10,12 @@
 #include <regex>
 #include <set>
 
+#include "data/text.h"
 #include "data/tokenizer.h"
 #include "framework/io/hdf5_io.h"
 #include "support/errors.h"
 #include "train/checkpoint.h"
+#include "train/metrics_log.h"
 #include "train/run_fixture.h"
 #include "train/trainer.h"
 
@@ -89,7 +91,37 @@ TEST_F(Errors, CommandLineUsageExitsWithTwo) {
   expect_has(o.err, "The following argument was not expected: --bogus");
   o = run({"train", (tmp_ / "missing.yaml").string()});
   EXPECT_EQ(o.code, 2);
-  expect_has(o.err, "error: " + (tmp_ / "missing.yaml").string() + ": cannot read the recipe file (does it exist?)");
+  expect_has(o.err, "error: " + (tmp_ / "missing.yaml").string() + ": cannot read the recipe file (does it exist? looked for ");
+}
+
+// The environment variable that picks the attention kernel (docs/models.md) is read at the first
+// attention call: another value stops the run with exit code 2, before any checkpoint.
+TEST_F(Errors, AnUnknownAttentionKernelChoiceIsRefused) {
+  ASSERT_EQ(setenv("TAPEFORMER_ATTENTION", "fastest", 1), 0);  // the child inherits it
+  const Outcome o = run(tf::testing::train_args("tiny_gpt", text_, tmp_ / "run", tmp_ / "cache",
+                                                {"train.steps=2", "schedule.warmup_steps=1", "eval.interval=0"}));
+  unsetenv("TAPEFORMER_ATTENTION");
+  EXPECT_EQ(o.code, 2) << o.err;
+  expect_has(o.err, "error: TAPEFORMER_ATTENTION must be naive, flash or auto, got 'fastest'");
+  EXPECT_TRUE(tf::train::list_checkpoints(tmp_ / "run").empty());
+}
+
+// docs/recipes.md promises that a message about a path that is not there names the absolute path it
+// looked for: a relative path starts from the folder the program runs in.
+TEST_F(Errors, NotFoundMessagesNameTheAbsolutePathLookedFor) {
+  const tf::testing::CwdGuard cwd(tmp_.path());
+  const std::string tried = "; relative paths start from the current folder";
+  expect_has(error_message<InputError>([] { load_recipe("missing.yaml"); }),
+             "missing.yaml: cannot read the recipe file (does it exist? looked for " +
+                 (fs::current_path() / "missing.yaml").string() + tried + ")");
+  expect_has(error_message<InputError>([] { data::read_text("nowhere.txt"); }),
+             "read_text: 'nowhere.txt' does not exist (looked for " + (fs::current_path() / "nowhere.txt").string() + tried);
+  expect_has(error_message<InputError>([] { H5Reader reader("missing.h5"); }),
+             "cannot open HDF5 file 'missing.h5': no such file (looked for " +
+                 (fs::current_path() / "missing.h5").string() + tried + ")");
+  expect_has(error_message<InputError>([] { read_metrics_log("run/metrics.jsonl"); }),
+             "run/metrics.jsonl: cannot read the metrics log (does the run folder hold a run? looked for " +
+                 (fs::current_path() / "run/metrics.jsonl").string() + tried + ")");
 }
 
 TEST_F(Errors, MissingEmptyOrTooShortTrainingTextIsNamed) {
