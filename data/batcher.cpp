@@ -9,7 +9,7 @@ namespace tf::data {
 
 // ---- Causal language modelling ------------------------------------------------------------
 
-CausalBatcher::CausalBatcher(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed,
+CausalBatcher::CausalBatcher(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed,
                              bool sequential)
     : ids_(std::move(ids)), batch_(batch), seq_len_(seq_len), sequential_(sequential), rng_(seed) {
   TF_CHECK_INPUT(batch > 0 && seq_len > 0, "CausalBatcher: batch and seq_len must be positive, got ", batch, " and ",
@@ -19,10 +19,10 @@ CausalBatcher::CausalBatcher(std::vector<int32_t> ids, int64_t batch, int64_t se
                  sequential ? "one input and its target" : "one window of seq_len + 1", " (", needed, " needed)");
 }
 
-CausalBatcher::CausalBatcher(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed)
+CausalBatcher::CausalBatcher(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed)
     : CausalBatcher(std::move(ids), batch, seq_len, seed, false) {}
 
-CausalBatcher CausalBatcher::sequential(std::vector<int32_t> ids, int64_t batch, int64_t seq_len) {
+CausalBatcher CausalBatcher::sequential(Tokens ids, int64_t batch, int64_t seq_len) {
   return CausalBatcher(std::move(ids), batch, seq_len, 0, true);
 }
 
@@ -55,12 +55,16 @@ CausalBatch CausalBatcher::next() {
     } else {
       start = rng_.uniform_int(n - T);  // [0, n - T - 1]: the window [start, start + T] fits
     }
+    // The window's T + 1 ids, copied once: inputs are ids [start, start + T), targets one further.
+    const int64_t have = std::min(T + 1, n - start);
+    window_.resize(T + 1);
+    ids_.copy(start, have, window_.data());
     for (int64_t t = 0; t < T; ++t) {
-      const int64_t i = start + t;
-      inputs[b * T + t] = i < n ? ids_[i] : 0;
-      targets[b * T + t] = i + 1 < n ? ids_[i + 1] : kIgnoreIndex;
+      inputs[b * T + t] = t < have ? window_[t] : 0;
+      targets[b * T + t] = t + 1 < have ? window_[t + 1] : kIgnoreIndex;
     }
   }
+  if (sequential_) ids_.release_before(cursor_);
   return batch;
 }
 
@@ -77,7 +81,7 @@ MaskedLmTokens MaskedLmTokens::from(const Tokenizer& tokenizer) {
   return t;
 }
 
-MaskedLmBatcher::MaskedLmBatcher(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed,
+MaskedLmBatcher::MaskedLmBatcher(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed,
                                  MaskedLmTokens tokens, double mask_prob)
     : ids_(std::move(ids)), batch_(batch), seq_len_(seq_len), seed_(seed), sequential_(false),
       tokens_(std::move(tokens)), mask_prob_(mask_prob), rng_(seed) {
@@ -95,19 +99,21 @@ MaskedLmBatcher::MaskedLmBatcher(std::vector<int32_t> ids, int64_t batch, int64_
   for (int32_t id = 0; id < V; ++id)
     if (!is_special_[id]) ordinary_.push_back(id);
   TF_CHECK_INPUT(!ordinary_.empty(), "MaskedLmBatcher: the vocabulary of ", V, " holds only special tokens");
-  for (size_t i = 0; i < ids_.size(); ++i)
-    TF_CHECK_INPUT(ids_[i] >= 0 && ids_[i] < V, "MaskedLmBatcher: token ", i, " has id ", ids_[i],
-                   " outside the vocabulary [0, ", V, ")");
+  // A mapped token file's ids were checked against its vocabulary when it was written (token_file.h).
+  if (!ids_.mapped())
+    for (int64_t i = 0; i < ids_.size(); ++i)
+      TF_CHECK_INPUT(ids_[i] >= 0 && ids_[i] < V, "MaskedLmBatcher: token ", i, " has id ", ids_[i],
+                     " outside the vocabulary [0, ", V, ")");
 }
 
-MaskedLmBatcher MaskedLmBatcher::sequential(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed,
+MaskedLmBatcher MaskedLmBatcher::sequential(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed,
                                             MaskedLmTokens tokens, double mask_prob) {
   MaskedLmBatcher m(std::move(ids), batch, seq_len, seed, std::move(tokens), mask_prob);
   m.sequential_ = true;
   return m;
 }
 
-bool MaskedLmBatcher::done() const { return sequential_ && cursor_ >= static_cast<int64_t>(ids_.size()); }
+bool MaskedLmBatcher::done() const { return sequential_ && cursor_ >= ids_.size(); }
 
 void MaskedLmBatcher::rewind() {
   cursor_ = 0;
@@ -126,7 +132,7 @@ void MaskedLmBatcher::fill_row(int64_t b, int64_t start, int64_t length, std::ve
   int32_t* in = inputs.data() + b * T;   // (T,)
   int32_t* tgt = targets.data() + b * T; // (T,)
   in[0] = tokens_.cls;
-  std::copy_n(ids_.begin() + start, length, in + 1);
+  ids_.copy(start, length, in + 1);
   in[length + 1] = tokens_.sep;
   std::fill(in + length + 2, in + T, tokens_.pad);
   std::fill(tgt, tgt + T, kIgnoreIndex);
@@ -150,7 +156,7 @@ void MaskedLmBatcher::fill_row(int64_t b, int64_t start, int64_t length, std::ve
 
 MaskedLmBatch MaskedLmBatcher::next() {
   TF_CHECK(!done(), "MaskedLmBatcher::next: the sequential pass is over (rewind() to start again)");
-  const int64_t n = static_cast<int64_t>(ids_.size()), T = seq_len_, L = T - 2;  // L: text tokens per row
+  const int64_t n = ids_.size(), T = seq_len_, L = T - 2;  // L: text tokens per row
   const int64_t rows = sequential_ ? std::min(batch_, (n - cursor_ + L - 1) / L) : batch_;
   std::vector<int32_t> inputs(rows * T), targets(rows * T);  // (rows, T)
   std::vector<double> attention(rows * T, 0.0);               // (rows, T)
@@ -164,6 +170,7 @@ MaskedLmBatch MaskedLmBatcher::next() {
     }
     fill_row(b, start, std::min(L, n - start), inputs, targets, attention);
   }
+  if (sequential_) ids_.release_before(cursor_);
   return {Tensor::from_ids(inputs, {rows, T}), Tensor::from_ids(targets, {rows, T}),
           Tensor::from_vector(attention, {rows, T}, DType::f32)};
 }

@@ -2,7 +2,8 @@
 //
 // B = batch, T = seq_len. Random batchers draw window starts and masks from a counter-based tf::Rng,
 // so their whole state is BatcherState and a restored batcher continues with exactly the batch the
-// saved one would have given. Sequential batchers walk the ids in order once (evaluation).
+// saved one would have given. Sequential batchers walk the ids in order once (evaluation), releasing
+// the pages of a mapped token file behind them (Tokens::release_before).
 //
 //   tf::data::CausalBatcher train(ids, 32, 128, /*seed=*/1);
 //   tf::data::CausalBatch b = train.next();          // b.inputs, b.targets: (32, 128) i32
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "data/tokenizer.h"
+#include "data/tokens.h"
 #include "framework/random.h"
 #include "framework/tensor.h"
 
@@ -38,11 +40,11 @@ struct CausalBatch {
 class CausalBatcher {
  public:
   // Random windows of T + 1 contiguous tokens, starts uniform over [0, n - T - 1].
-  CausalBatcher(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed);
+  CausalBatcher(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed);
   // Consecutive windows s = 0, T, 2T, ... so every token after the first is a target exactly once.
   // The last batch may have fewer rows; the last window is padded with input 0 and target
   // kIgnoreIndex (padding sits after the real tokens, so causal attention never sees it).
-  static CausalBatcher sequential(std::vector<int32_t> ids, int64_t batch, int64_t seq_len);
+  static CausalBatcher sequential(Tokens ids, int64_t batch, int64_t seq_len);
 
   CausalBatch next();  // sequential: tf::Error once done()
   bool done() const;   // sequential: every window has been given (random batchers never are)
@@ -52,15 +54,16 @@ class CausalBatcher {
 
   int64_t batch() const { return batch_; }
   int64_t seq_len() const { return seq_len_; }
-  int64_t num_tokens() const { return static_cast<int64_t>(ids_.size()); }
+  int64_t num_tokens() const { return ids_.size(); }
 
  private:
-  CausalBatcher(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed, bool sequential);
-  std::vector<int32_t> ids_;
+  CausalBatcher(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed, bool sequential);
+  Tokens ids_;
   int64_t batch_, seq_len_;
   bool sequential_;
   Rng rng_;
   int64_t cursor_ = 0;
+  std::vector<int32_t> window_;  // (T + 1,) next()'s copy of one window
 };
 
 // The ids a masked-LM batcher needs from its tokenizer.
@@ -84,11 +87,11 @@ struct MaskedLmBatch {
 class MaskedLmBatcher {
  public:
   // Random windows of T - 2 contiguous tokens (the whole text, padded, when it is shorter).
-  MaskedLmBatcher(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed, MaskedLmTokens tokens,
+  MaskedLmBatcher(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed, MaskedLmTokens tokens,
                   double mask_prob = 0.15);
   // Consecutive windows of T - 2 tokens in order (the last one padded, the last batch possibly
   // smaller); masks are drawn from `seed` afresh at each rewind, so every pass is identical.
-  static MaskedLmBatcher sequential(std::vector<int32_t> ids, int64_t batch, int64_t seq_len, uint64_t seed,
+  static MaskedLmBatcher sequential(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed,
                                     MaskedLmTokens tokens, double mask_prob = 0.15);
 
   MaskedLmBatch next();
@@ -105,7 +108,7 @@ class MaskedLmBatcher {
   // Fills row `b` from ids_[start .. start + length) and masks it.
   void fill_row(int64_t b, int64_t start, int64_t length, std::vector<int32_t>& inputs,
                 std::vector<int32_t>& targets, std::vector<double>& attention);
-  std::vector<int32_t> ids_;
+  Tokens ids_;
   int64_t batch_, seq_len_;
   uint64_t seed_;
   bool sequential_;

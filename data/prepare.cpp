@@ -15,7 +15,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/char_tokenizer.h"
-#include "data/dataset.h"
+#include "data/hash.h"
 #include "data/sources.h"
 #include "framework/error.h"
 
@@ -150,7 +150,10 @@ class Progress {
                   megabytes(total_).c_str(), rate / 1e6);
     std::string text = line;
     if (!last && rate > 0) text += ", " + std::to_string(static_cast<int64_t>((total_ - done) / rate)) + " s left";
-    if (last) text += ", " + std::to_string(static_cast<int64_t>(elapsed * 10) / 10.0).substr(0, 4) + " s";
+    if (last) {
+      std::snprintf(line, sizeof line, ", %.1f s", elapsed);
+      text += line;
+    }
     *out_ << (tty_ ? "\r\033[K" : "") << text << (tty_ && !last ? "" : "\n") << std::flush;
   }
 
@@ -221,12 +224,12 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<SourceFile>& train,
 
 struct Encoded {
   std::vector<int32_t> ids;
-  uint64_t characters = 0;
+  uint64_t characters = 0, unknown = 0;
 };
 
 // Encodes `pieces` (documents joined with '\n') into `writer`, or only counts the ids without one.
 int64_t encode_split(const std::vector<SourceFile>& pieces, const Tokenizer& tokenizer, TokenFileWriter* writer,
-                     uint64_t& characters, size_t chunk_bytes, Progress& progress) {
+                     uint64_t& characters, uint64_t& unknown, size_t chunk_bytes, Progress& progress) {
   TextStream stream(pieces, chunk_bytes,
                     [&](std::string_view text, size_t at) { return tokenizer.split_point(text, at); });
   int64_t count = 0;
@@ -234,7 +237,8 @@ int64_t encode_split(const std::vector<SourceFile>& pieces, const Tokenizer& tok
       stream, static_cast<size_t>(omp_get_max_threads()),
       [&](TextStream::Chunk& c) {
         if (c.file_end && c.file + 1 < pieces.size()) c.text += '\n';  // the line break joining documents
-        Encoded e{tokenizer.encode(c.text), 0};
+        Encoded e{tokenizer.encode(c.text), 0, 0};
+        e.unknown = static_cast<uint64_t>(tokenizer.count_unknown(e.ids));
         for (const char b : c.text) e.characters += (static_cast<unsigned char>(b) & 0xC0) != 0x80;
         return e;
       },
@@ -245,6 +249,7 @@ int64_t encode_split(const std::vector<SourceFile>& pieces, const Tokenizer& tok
         }
         count += static_cast<int64_t>(e.ids.size());
         characters += e.characters;
+        unknown += e.unknown;
         progress.update(stream.bytes_read());
       });
   return count;
@@ -313,8 +318,14 @@ PreparedCorpus prepare_corpus(const CorpusSpec& corpus, const TokenizerSpec& spe
     return before - files.size();
   };
   const size_t empty = drop_empty(train) + drop_empty(val);
-  TF_CHECK_INPUT(!train.empty(), corpus.train_key, ": the training text is empty (every file of it has 0 bytes)");
-  TF_CHECK_INPUT(corpus.val_paths.empty() || !val.empty(), corpus.val_key,
+  const auto named = [](const std::vector<std::string>& paths) {
+    std::string s;
+    for (const auto& p : paths) s += (s.empty() ? "'" : ", '") + p + "'";
+    return s;
+  };
+  TF_CHECK_INPUT(!train.empty(), corpus.train_key, " ", named(corpus.train_paths),
+                 ": the training text is empty (every file of it has 0 bytes)");
+  TF_CHECK_INPUT(corpus.val_paths.empty() || !val.empty(), corpus.val_key, " ", named(corpus.val_paths),
                  ": the validation text is empty (every file of it has 0 bytes)");
 
   // The folder is named by what was asked for (the paths and the tokenizer), not by the files' state:
@@ -323,16 +334,20 @@ PreparedCorpus prepare_corpus(const CorpusSpec& corpus, const TokenizerSpec& spe
   for (const auto& p : corpus.train_paths) asked += "\t" + fs::absolute(p).lexically_normal().string();
   asked += "\nval";
   for (const auto& p : corpus.val_paths) asked += "\t" + fs::absolute(p).lexically_normal().string();
-  if (spec.given) {
-    asked += "\ngiven\n" + spec.given->to_string();
-  } else {
-    asked += "\n" + spec.kind;
-    if (spec.kind == "bpe")
-      asked += " " + std::to_string(spec.bpe_vocab_size) + " sample " + std::to_string(spec.sample_bytes);
-    for (const auto& special : spec.specials) asked += " " + special;
-  }
+  asked += "\n" + spec.kind;
+  if (spec.kind == "bpe")
+    asked += " " + std::to_string(spec.bpe_vocab_size) + " sample " + std::to_string(spec.sample_bytes);
+  for (const auto& special : spec.specials) asked += " " + special;
   PreparedCorpus result;
   result.folder = options.cache_dir / hex16(fnv1a64(asked));
+  // A given tokenizer (a checkpoint's) uses the shards of the run that trained it when they were made
+  // by it (a resume, an evaluation); else shards of its own.
+  if (spec.given) {
+    std::ifstream in(result.folder / "tokenizer.txt", std::ios::binary);
+    const std::string made_by((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (made_by != spec.given->to_string())
+      result.folder = options.cache_dir / hex16(fnv1a64(asked + "\ngiven\n" + spec.given->to_string()));
+  }
 
   const Split split = split_files(train, val);
   const uint64_t train_bytes = total_bytes(split.train), val_bytes = total_bytes(split.val);
@@ -396,16 +411,17 @@ PreparedCorpus prepare_corpus(const CorpusSpec& corpus, const TokenizerSpec& spe
                       is_train ? train_bytes : val_bytes);
     std::optional<TokenFileWriter> writer;
     if (options.write) writer.emplace(is_train ? train_file : val_file, info);
-    uint64_t characters = 0;
+    uint64_t characters = 0, unknown = 0;
     const int64_t count = pieces.empty() ? 0
                                          : encode_split(pieces, *result.tokenizer, writer ? &*writer : nullptr,
-                                                        characters, chunk_bytes, progress);
+                                                        characters, unknown, chunk_bytes, progress);
     progress.update(is_train ? train_bytes : val_bytes, true);
     (is_train ? result.train_count : result.val_count) = count;
     (is_train ? result.train : result.val).info = info;
     (is_train ? result.train : result.val).info.characters = characters;
+    (is_train ? result.train : result.val).info.unknown = unknown;
     if (writer) {
-      writer->set_characters(characters);
+      writer->set_counts(characters, unknown);
       writer->finish();
     }
   }

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <set>
 
-#include "data/dataset.h"
+#include "data/hash.h"
 #include "data/text.h"
 #include "framework/error.h"
 
@@ -116,8 +116,9 @@ std::vector<SourceFile> resolve_sources(const std::vector<std::string>& paths, c
       TF_CHECK_INPUT(!found.empty(), key, ": the glob '", given, "' matches no files (looked from ",
                      fs::absolute(given, ec).parent_path().string(), ")");
     }
+    // Absolute: the same files named from another folder, or relatively, are the same listing.
     for (fs::path& f : found)
-      if (seen.insert(f.lexically_normal()).second) files.push_back(stat_source(f, key));
+      if (fs::path a = fs::absolute(f, ec).lexically_normal(); seen.insert(a).second) files.push_back(stat_source(a, key));
   }
   return files;
 }

@@ -27,7 +27,7 @@ struct SourceFile {
   uint64_t begin = 0, end = UINT64_MAX;  // the bytes TextStream reads: [begin, min(end, size))
 };
 
-// The files of `paths`, in order (each path's files sorted), without repeats. An InputError names
+// The files of `paths` as absolute paths, in order (each path's files sorted), without repeats. An InputError names
 // `key` and the path when one does not exist, a folder or glob holds no files, or a file cannot be
 // examined.
 std::vector<SourceFile> resolve_sources(const std::vector<std::string>& paths, const std::string& key);

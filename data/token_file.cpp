@@ -60,6 +60,7 @@ Header header_of(const TokenFileInfo& info, int64_t count, int64_t documents) {
   put_u64(h, 10, info.source_fingerprint);
   put_u64(h, 12, info.characters);
   put_u64(h, 14, info.vocab_size);
+  put_u64(h, 16, info.unknown);
   return h;
 }
 
@@ -112,6 +113,7 @@ TokenFile open_token_file(const fs::path& path) {
     f.info.source_fingerprint = get_u64(h, 10);
     f.info.characters = get_u64(h, 12);
     f.info.vocab_size = get_u64(h, 14);
+    f.info.unknown = get_u64(h, 16);
     expected = round_up_8(kTokenFileHeaderBytes + count * f.info.width) + 8 * static_cast<int64_t>(documents);
     f.document_starts.resize(documents);
   }

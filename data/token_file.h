@@ -11,6 +11,7 @@
 //   slots 10-11  uint64 source fingerprint (the text files it was made from, sources.h)
 //   slots 12-13  uint64 characters (code points) of that text, for bits per character
 //   slots 14-15  uint64 vocabulary size: every id is below it
+//   slots 16-17  uint64 ids that are the tokenizer's unknown token (text outside a char vocabulary)
 //   then the ids; then, at the next multiple of 8 bytes, one uint64 per document: its first id's index.
 // llm.c's token file (Karpathy's llm.c, dev/data/data_common.py): slot 0 = 20240520, slot 1 = 1,
 // slot 2 = id count, uint16 ids; no documents or fingerprints.
@@ -47,6 +48,7 @@ struct TokenFileInfo {
   uint64_t source_fingerprint = 0;
   uint64_t characters = 0;
   uint64_t vocab_size = 0;
+  uint64_t unknown = 0;
 };
 
 // The id width a vocabulary needs: 2 up to 65,536 ids, else 4.
@@ -73,7 +75,11 @@ class TokenFileWriter {
   // InputError when an id does not fit the width (or the vocabulary), or the disk is full.
   void append(std::span<const int32_t> ids);
   int64_t count() const { return count_; }
-  void set_characters(uint64_t characters) { info_.characters = characters; }  // known only at the end
+  // Known only at the end: the text's characters and unknown ids.
+  void set_counts(uint64_t characters, uint64_t unknown) {
+    info_.characters = characters;
+    info_.unknown = unknown;
+  }
   void finish();
 
  private:

@@ -26,6 +26,7 @@ class Tokens {
   int64_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
   int width() const { return width_; }  // bytes per stored id
+  bool mapped() const { return mapped_; }  // from a token file (else held in memory)
   int32_t operator[](int64_t i) const {
     return width_ == 2 ? static_cast<const uint16_t*>(data_)[i] : static_cast<const int32_t*>(data_)[i];
   }

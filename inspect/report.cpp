@@ -134,7 +134,10 @@ fs::path write_run_report(const fs::path& run_dir, const fs::path& out_file) {
   // Attention over the start of the validation text (or the sample, when the data is not here).
   std::string text;
   try {
-    text = train::load_corpus(r.data).val;
+    // The validation shard's first ids (prepared now when missing: the same files training reads).
+    const data::PreparedCorpus corpus = train::prepare_recipe_corpus(r.data, r.model.arch, run.tokenizer.get(), true, nullptr);
+    const data::Tokens& val = corpus.val.tokens;
+    text = run.tokenizer->decode(val.slice(0, std::min<int64_t>(val.size(), 4 * kAttentionTokens)).to_vector());
   } catch (const InputError&) {
     text = sampled;
   }

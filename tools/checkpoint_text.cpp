@@ -3,6 +3,7 @@
 
 #include "data/text.h"
 #include "tools/commands.h"
+#include "train/evaluate.h"
 #include "train/run_folder.h"
 #include "train/threads.h"
 
@@ -25,18 +26,24 @@ CheckpointText load_checkpoint_text(const CheckpointTextArgs& args) {
   const train::Run& run = out.loaded.run;
   if (!args.text_path.empty()) {
     out.text = data::read_text(args.text_path);
+    std::vector<int32_t> ids = train::tokenize(run, out.text);
+    if (const int64_t unknown = run.tokenizer->count_unknown(ids))
+      std::fprintf(stderr, "note: %lld characters of the text are outside the checkpoint's vocabulary and were read as <unk>\n",
+                   static_cast<long long>(unknown));
+    out.ids = std::move(ids);
+    out.characters = train::count_code_points(out.text);
   } else {
+    // The validation shard of the recipe's corpus, mapped (prepared first when missing).
     try {
-      out.text = train::load_corpus(run.recipe.data).val;
+      const data::PreparedCorpus corpus =
+          train::prepare_recipe_corpus(run.recipe.data, run.recipe.model.arch, run.tokenizer.get(), true, nullptr);
+      out.ids = corpus.val.tokens;
+      out.characters = static_cast<int64_t>(corpus.val.info.characters);
     } catch (const InputError& e) {  // the data keys it names are the checkpoint's, not this command's
       throw InputError(concat(e.what(), "; the validation split of ", out.file,
                               "'s recipe is not here: give a text with --text FILE"));
     }
   }
-  out.ids = train::tokenize(run, out.text);
-  if (const int64_t unknown = run.tokenizer->count_unknown(out.ids))
-    std::fprintf(stderr, "note: %lld characters of the text are outside the checkpoint's vocabulary and were read as <unk>\n",
-                 static_cast<long long>(unknown));
   out.text_name = args.text_path.empty() ? "validation split" : args.text_path;
   return out;
 }

@@ -77,8 +77,9 @@ void add_checkpoint_text_options(CLI::App& cmd, CheckpointTextArgs& args, const 
 struct CheckpointText {
   std::string file;       // the checkpoint file (a run folder's newest)
   train::LoadedRun loaded;
-  std::string text;       // UTF-8
-  std::vector<int32_t> ids;
+  std::string text;       // UTF-8: the --text file's (empty for the validation split, read from its shard)
+  data::Tokens ids;
+  int64_t characters = 0;  // code points of the text the ids encode, for bits per character
   std::string text_name;  // the --text path, or "validation split"
 };
 CheckpointText load_checkpoint_text(const CheckpointTextArgs& args);

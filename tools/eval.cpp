@@ -20,9 +20,12 @@ void add_eval_command(CLI::App& app, int& exit_code) {
     const std::string& file = input.file;
     const train::Run& run = input.loaded.run;
     const std::string& text = input.text;
-    std::vector<int32_t>& ids = input.ids;
+    data::Tokens& ids = input.ids;
+    // The character unigram baseline: of the --text file, or of the validation shard's text.
+    const auto unigram = [&] { return text.empty() ? train::unigram_bits_per_char(*run.tokenizer, ids)
+                                                   : train::unigram_bits_per_char(text); };
     const auto& r = run.recipe;
-    const size_t text_tokens = ids.size();
+    const auto text_tokens = static_cast<size_t>(ids.size());
     if (!args.json)
       std::printf("checkpoint   %s (step %lld)\ntext         %s (%zu tokens)\n", file.c_str(),
                   static_cast<long long>(run.step), input.text_name.c_str(),
@@ -58,11 +61,11 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                   e.loss, e.perplexity, e.mlm_accuracy, static_cast<long long>(e.tokens), base.most_frequent_accuracy,
                   base.unigram_loss, base.own_token_accuracy, base.own_token_loss);
     } else {
-      TF_CHECK_INPUT(static_cast<int64_t>(ids.size()) > 1, "the text is too short to evaluate (", ids.size(), " tokens)");
+      TF_CHECK_INPUT(ids.size() > 1, "the text is too short to evaluate (", ids.size(), " tokens)");
       auto batcher = train::causal_eval_batcher(run, std::move(ids));
-      const train::EvalResult e = train::evaluate_causal(*run.model, batcher, batches, train::count_code_points(text));
+      const train::EvalResult e = train::evaluate_causal(*run.model, batcher, batches, input.characters);
       if (args.json) {
-        print_json(e, {{"unigram_bits_per_char", train::unigram_bits_per_char(text)}});
+        print_json(e, {{"unigram_bits_per_char", unigram()}});
         exit_code = 0;
         return;
       }
@@ -70,7 +73,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                   static_cast<long long>(e.tokens), e.perplexity);
       if (std::isfinite(e.bits_per_char))
         std::printf("bits/char    %.4f (character unigram entropy of the text: %.4f)\n", e.bits_per_char,
-                    train::unigram_bits_per_char(text));
+                    unigram());
     }
     exit_code = 0;
   });

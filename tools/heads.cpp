@@ -57,7 +57,7 @@ void add_heads_command(CLI::App& app, int& exit_code) {
     CheckpointText input = load_checkpoint_text(args);
     require_gated_heads(input, "heads");
     const train::Run& run = input.loaded.run;
-    const size_t text_tokens = input.ids.size();
+    const auto text_tokens = static_cast<size_t>(input.ids.size());
     TF_CHECK_INPUT(text_tokens > 1, "the text is too short to measure head importance on (", text_tokens, " tokens)");
     const int64_t max_batches = batches >= 0 ? batches : run.recipe.eval.batches;
     const bool bert = run.recipe.model.arch == layers::Architecture::bert;

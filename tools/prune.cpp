@@ -36,13 +36,13 @@ struct Measured {
 Measured measure(const train::Run& run, const CheckpointText& input, int64_t max_batches) {
   const auto start = std::chrono::steady_clock::now();
   Measured m;
-  std::vector<int32_t> ids = input.ids;
+  data::Tokens ids = input.ids;
   if (run.recipe.model.arch == layers::Architecture::bert) {
     auto batcher = train::masked_eval_batcher(run, std::move(ids));
     m.eval = train::evaluate_masked(*run.model, batcher, max_batches);
   } else {
     auto batcher = train::causal_eval_batcher(run, std::move(ids));
-    m.eval = train::evaluate_causal(*run.model, batcher, max_batches, train::count_code_points(input.text));
+    m.eval = train::evaluate_causal(*run.model, batcher, max_batches, input.characters);
   }
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;
@@ -51,7 +51,7 @@ Measured measure(const train::Run& run, const CheckpointText& input, int64_t max
 // The heads' scores, ranked by the criterion --by names (inspect::rank_by).
 inspect::HeadImportance importance(const train::Run& run, const CheckpointText& input, int64_t max_batches,
                                    inspect::PruneBy by) {
-  std::vector<int32_t> ids = input.ids;
+  data::Tokens ids = input.ids;
   const bool masked = by == inspect::PruneBy::masked_loss;
   inspect::HeadImportance scores = [&] {
     if (run.recipe.model.arch == layers::Architecture::bert) {

@@ -186,6 +186,51 @@ void for_each_code_point(std::string_view text, const char* what, F&& f) {
 
 }  // namespace
 
+namespace {
+
+double entropy_bits(const std::unordered_map<char32_t, int64_t>& count, int64_t n) {
+  double bits = 0;  // H = -sum_c p(c) log2 p(c) (Shannon 1948)
+  for (const auto& [c, k] : count) {
+    const double p = static_cast<double>(k) / static_cast<double>(n);
+    bits -= p * std::log2(p);
+  }
+  return bits;
+}
+
+}  // namespace
+
+double unigram_bits_per_char(const data::Tokenizer& tokenizer, const data::Tokens& ids) {
+  TF_CHECK_INPUT(!ids.empty(), "unigram_bits_per_char: the text is empty");
+  std::unordered_map<char32_t, int64_t> count;  // code point (char: id) -> occurrences
+  int64_t n = 0;
+  constexpr int64_t kSlice = 1 << 20;
+  std::vector<int32_t> slice;
+  std::string carry;  // a character whose bytes a slice boundary split
+  for (int64_t at = 0; at < ids.size(); at += kSlice) {
+    slice.resize(std::min(kSlice, ids.size() - at));
+    ids.copy(at, static_cast<int64_t>(slice.size()), slice.data());
+    if (tokenizer.kind() == "char") {
+      for (const int32_t id : slice) ++count[static_cast<char32_t>(id)];
+      n += static_cast<int64_t>(slice.size());
+      continue;
+    }
+    std::string text = carry + tokenizer.decode(slice);
+    // The last character may continue in the next slice: from its lead byte on, carry it over.
+    size_t end = text.size();
+    size_t lead = end;
+    while (lead > 0 && end - lead < 4 && (static_cast<unsigned char>(text[lead - 1]) & 0xC0) == 0x80) --lead;
+    if (lead > 0 && at + kSlice < ids.size() && data::utf8_sequence_length(text, lead - 1) == 0) end = lead - 1;
+    carry = text.substr(end);
+    for (size_t i = 0; i < end;) {
+      const size_t length = std::max<size_t>(1, data::utf8_sequence_length(text, i));  // a stray byte counts as one
+      ++count[length == 1 ? static_cast<unsigned char>(text[i]) : data::utf8_decode(text.data() + i, length)];
+      ++n;
+      i += length;
+    }
+  }
+  return entropy_bits(count, n);
+}
+
 double unigram_bits_per_char(std::string_view text) {
   TF_CHECK_INPUT(!text.empty(), "unigram_bits_per_char: the text is empty");
   std::unordered_map<char32_t, int64_t> count;  // code point -> occurrences
@@ -194,12 +239,7 @@ double unigram_bits_per_char(std::string_view text) {
     ++count[c];
     ++n;
   });
-  double bits = 0;  // H = -sum_c p(c) log2 p(c) (Shannon 1948)
-  for (const auto& [c, k] : count) {
-    const double p = static_cast<double>(k) / static_cast<double>(n);
-    bits -= p * std::log2(p);
-  }
-  return bits;
+  return entropy_bits(count, n);
 }
 
 int64_t count_code_points(std::string_view text) {

@@ -86,6 +86,10 @@ MaskedBaselines masked_baselines(data::MaskedLmBatcher& sequential_batcher, int6
 // with p(c) the frequency of character c. The bits per character of the best model that ignores
 // context: GPT's floor. tf::InputError for an empty text or invalid UTF-8.
 double unigram_bits_per_char(std::string_view text);
+// The same of a tokenized text, read a slice at a time (a validation shard of any size). A char
+// tokenizer's ids are its characters (those outside its vocabulary count as one, <unk>); other
+// tokenizers' ids are decoded.
+double unigram_bits_per_char(const data::Tokenizer& tokenizer, const data::Tokens& ids);
 
 // The number of code points of a UTF-8 text (the chars_in_text of evaluate_causal).
 // tf::InputError naming the offset of the first invalid byte.

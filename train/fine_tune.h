@@ -37,5 +37,8 @@ inline constexpr double kUnknownTextWarning = 0.05;
 // a warning naming the share to `out`. Returns the share.
 double warn_unknown_text(const data::Tokenizer& tokenizer, std::span<const int32_t> ids,
                          const std::filesystem::path& checkpoint, std::ostream& out);
+// The same from the counts (a token shard's header holds its unknown ids).
+double warn_unknown_text(const data::Tokenizer& tokenizer, int64_t unknown, int64_t ids,
+                         const std::filesystem::path& checkpoint, std::ostream& out);
 
 }  // namespace tf::train

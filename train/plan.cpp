@@ -39,8 +39,9 @@ RunPlan plan_run(const Recipe& r, int64_t corpus_bytes) {
   // Measured (tests/train/memory_estimate_test.cpp and nine gpt_brown_char sizes, d_model 32-512,
   // batch 1-32): estimate / peak RSS 1.03-1.24.
   const double checkpoint = 4.0 * p.parameters * (1 + 2 * optimizer_slots);
-  // The corpus: its text and, at most, one 4-byte id per byte (a character tokenizer on ASCII).
-  const double data = 5.0 * static_cast<double>(corpus_bytes);
+  // The corpus: its token shards, mapped; at most every page of them is resident (random windows over
+  // a long run touch them all; the kernel may drop them again, as they are the files' pages).
+  const double data = static_cast<double>(corpus_bytes);
   p.peak_bytes = kProcessBytes + data + state_bytes + activations + checkpoint;
   return p;
 }

@@ -21,11 +21,11 @@ struct RunPlan {
 
 // What the program holds before any model: the libraries (oneDNN, OpenBLAS, HDF5, the C++ runtime),
 // their code and pools. Measured as the peak RSS of a 1-layer, d_model 32 run on this project's
-// usual machine (79 MiB on Brown, whose corpus is ~15 MiB of it), rounded.
+// usual machine (79 MiB on Brown when the corpus was held in memory, ~15 MiB of it), rounded.
 inline constexpr double kProcessBytes = 64.0 * 1024 * 1024;
 
 // From the recipe alone (layers::parameter_shapes): nothing of the model is allocated.
-// corpus_bytes: the training and validation text's size in bytes (0 when unknown).
+// corpus_bytes: the training and validation token shards' size in bytes (0 when unknown).
 RunPlan plan_run(const Recipe& recipe, int64_t corpus_bytes = 0);
 
 // Training FLOPs per token, the one definition used by --dry-run, bench_train_step and

@@ -223,13 +223,13 @@ std::vector<Field> make_fields() {
 
       choice("data.corpus", "brown (the Brown corpus, prepared by setup) or files (train_path / val_path)", REF(data.corpus),
              same_names<std::string>({"brown", "files"})),
-      text("data.train_path", "corpus files: UTF-8 text file or folder to train on", REF(data.train_path)),
-      text("data.val_path", "corpus files: validation text; empty means the last 10% of train_path", REF(data.val_path)),
+      text("data.train_path", "corpus files: UTF-8 text to train on: a file, a folder (every file under it) or a glob (*, ?, [...], **); docs/data.md", REF(data.train_path)),
+      text("data.val_path", "corpus files: validation text, in the same forms; empty: held out from train_path (every tenth file of ten or more, else the last 10%)", REF(data.val_path)),
       choice("data.tokenizer", "char (UTF-8 characters) or bpe (byte-level BPE trained on the corpus)", REF(data.tokenizer),
              same_names<std::string>({"char", "bpe"})),
       integer("data.bpe_vocab_size", "tokenizer bpe: vocabulary size including the 256 bytes", REF(data.bpe_vocab_size), 260, 1 << 20),
       integer("data.seq_len", "tokens per training window; at most model.max_seq_len", REF(data.seq_len), 1, 1 << 20),
-      text("data.cache_dir", "folder for tokenized-corpus caches", REF(data.cache_dir)),
+      text("data.cache_dir", "folder of the prepared token shards (docs/data.md); deleting it costs one preparation", REF(data.cache_dir)),
       text("data.brown_dir", "corpus brown: the folder setup fills (raw documents in <brown_dir>/raw; the split is written beside them)", REF(data.brown_dir)),
       number("data.mask_prob", "BERT: fraction of positions chosen for prediction", REF(data.mask_prob), 0.0, 1.0, true),
 

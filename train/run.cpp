@@ -4,8 +4,6 @@
 #include "data/bpe_tokenizer.h"
 #include "data/brown.h"
 #include "data/char_tokenizer.h"
-#include "data/dataset.h"
-#include "data/text.h"
 #include "optim/factory.h"
 
 namespace tf::train {
@@ -14,45 +12,39 @@ namespace {
 const std::vector<std::string> kBertSpecials = {"[PAD]", "[MASK]", "[CLS]", "[SEP]"};
 }
 
-Corpus load_corpus(const DataConfig& d) {
-  Corpus c;
+data::PreparedCorpus prepare_recipe_corpus(const DataConfig& d, layers::Architecture arch,
+                                           const data::Tokenizer* given, bool write, std::ostream* progress) {
+  data::CorpusSpec corpus;
   if (d.corpus == "brown") {
     const std::filesystem::path brown = d.brown_dir;
     const data::BrownSplits splits = data::prepare_brown(brown / "raw", brown);
-    c.train = data::read_text(splits.train);
-    c.val = data::read_text(splits.val);
-    c.description = "Brown corpus (" + splits.train.string() + ", " + splits.val.string() + ")";
-    return c;
-  }
-  c.train = data::read_text(d.train_path);
-  if (!d.val_path.empty()) {
-    c.val = data::read_text(d.val_path);
-    c.description = d.train_path + ", validation " + d.val_path;
+    corpus.train_paths = {splits.train.string()};
+    corpus.val_paths = {splits.val.string()};
   } else {
-    // The last 10% of the text, cut at a line break when there is one near, so no
-    // character is split.
-    size_t cut = c.train.size() - c.train.size() / 10;
-    const size_t newline = c.train.find('\n', cut);
-    if (newline != std::string::npos && newline + 1 < c.train.size()) cut = newline + 1;
-    while (cut < c.train.size() && (static_cast<unsigned char>(c.train[cut]) & 0xC0) == 0x80) ++cut;
-    c.val = c.train.substr(cut);
-    c.train.resize(cut);
-    c.description = d.train_path + " (last 10% held out for validation)";
+    corpus.train_paths = {d.train_path};
+    if (!d.val_path.empty()) corpus.val_paths = {d.val_path};
   }
-  TF_CHECK_INPUT(!c.train.empty(), d.train_path, ": the training text is empty");
-  return c;
+  data::TokenizerSpec tokenizer;
+  tokenizer.kind = d.tokenizer;
+  tokenizer.bpe_vocab_size = d.bpe_vocab_size;
+  if (arch == layers::Architecture::bert) tokenizer.specials = kBertSpecials;
+  tokenizer.given = given;
+  data::PrepareOptions options;
+  options.cache_dir = d.cache_dir;
+  options.write = write;
+  options.progress = progress;
+  return data::prepare_corpus(corpus, tokenizer, options);
 }
 
-std::unique_ptr<data::Tokenizer> train_tokenizer(const DataConfig& d, const std::string& text,
-                                                 layers::Architecture arch) {
-  const std::vector<std::string> specials = arch == layers::Architecture::bert ? kBertSpecials : std::vector<std::string>{};
-  if (d.tokenizer == "bpe")
-    return std::make_unique<data::BpeTokenizer>(
-        data::BpeTokenizer::train(text, static_cast<int32_t>(d.bpe_vocab_size), specials));
-  return std::make_unique<data::CharTokenizer>(data::CharTokenizer::train(text, specials));
+std::string corpus_description(const DataConfig& d, const data::PreparedCorpus& corpus) {
+  if (d.corpus == "brown") {
+    const std::filesystem::path brown = d.brown_dir;
+    return "Brown corpus (" + (brown / "train.txt").string() + ", " + (brown / "val.txt").string() + ")";
+  }
+  return d.train_path + (d.val_path.empty() ? "" : ", validation " + d.val_path) + ": " + corpus.description;
 }
 
-Batches::Batches(const Recipe& r, const data::Tokenizer& tokenizer, std::vector<int32_t> ids, uint64_t seed,
+Batches::Batches(const Recipe& r, const data::Tokenizer& tokenizer, data::Tokens ids, uint64_t seed,
                  bool sequential) {
   const int64_t b = r.train.batch_size, t = r.data.seq_len;
   if (r.model.arch == layers::Architecture::bert) {
@@ -61,7 +53,7 @@ Batches::Batches(const Recipe& r, const data::Tokenizer& tokenizer, std::vector<
         sequential ? data::MaskedLmBatcher::sequential(std::move(ids), b, t, seed, tokens, r.data.mask_prob)
                    : data::MaskedLmBatcher(std::move(ids), b, t, seed, tokens, r.data.mask_prob));
   } else {
-    TF_CHECK_INPUT(static_cast<int64_t>(ids.size()) > t, "the text has ", ids.size(),
+    TF_CHECK_INPUT(ids.size() > t, "the text has ", ids.size(),
                    " tokens, too few for windows of data.seq_len + 1 = ", t + 1);
     causal_ = std::make_unique<data::CausalBatcher>(sequential ? data::CausalBatcher::sequential(std::move(ids), b, t)
                                                                : data::CausalBatcher(std::move(ids), b, t, seed));
@@ -139,15 +131,13 @@ SampleOptions recipe_sample_options(const Recipe& recipe) {
   return so;
 }
 
-std::vector<int32_t> tokenize(const Run& run, const std::string& text) {
-  return data::tokenize_cached(text, *run.tokenizer, run.recipe.data.cache_dir).ids;
-}
+std::vector<int32_t> tokenize(const Run& run, const std::string& text) { return run.tokenizer->encode(text); }
 
-data::CausalBatcher causal_eval_batcher(const Run& run, std::vector<int32_t> ids) {
+data::CausalBatcher causal_eval_batcher(const Run& run, data::Tokens ids) {
   return data::CausalBatcher::sequential(std::move(ids), run.recipe.train.batch_size, run.recipe.data.seq_len);
 }
 
-data::MaskedLmBatcher masked_eval_batcher(const Run& run, std::vector<int32_t> ids) {
+data::MaskedLmBatcher masked_eval_batcher(const Run& run, data::Tokens ids) {
   const Recipe& r = run.recipe;
   return data::MaskedLmBatcher::sequential(std::move(ids), r.train.batch_size, r.data.seq_len,
                                            static_cast<uint64_t>(r.train.seed) + 1,

@@ -1,9 +1,9 @@
-// A training run's parts, built from a recipe: corpus text, tokenizer, batches, model, optimizer,
+// A training run's parts, built from a recipe: corpus shards, tokenizer, batches, model, optimizer,
 // schedule and the run's counters. The trainer, the checkpoint and the commands share them.
 //
-//   Corpus corpus = load_corpus(recipe.data);                 // train / validation text
-//   Run run = build_run(recipe, train_tokenizer(recipe.data, corpus.train, recipe.model.arch));
-//   Batches batches(recipe, *run.tokenizer, tokenize(run, corpus.train), training_batch_seed(recipe.train.seed));
+//   data::PreparedCorpus corpus = prepare_recipe_corpus(recipe.data, recipe.model.arch, nullptr, true, &std::cout);
+//   Run run = build_run(recipe, std::move(corpus.tokenizer));
+//   Batches batches(recipe, *run.tokenizer, corpus.train.tokens, training_batch_seed(recipe.train.seed));
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "data/batcher.h"
+#include "data/prepare.h"
 #include "data/tokenizer.h"
 #include "layers/models/model.h"
 #include "optim/optimizer.h"
@@ -21,17 +22,16 @@
 
 namespace tf::train {
 
-struct Corpus {
-  std::string train, val;
-  std::string description;  // "Brown corpus (data/brown/train.txt, data/brown/val.txt)"
-};
-// Reads (and for Brown, prepares) the recipe's text. Missing data is an InputError that says how
-// to get it.
-Corpus load_corpus(const DataConfig& data);
-
-// Trains the recipe's tokenizer on the training text; BERT gets [PAD] [MASK] [CLS] [SEP].
-std::unique_ptr<data::Tokenizer> train_tokenizer(const DataConfig& data, const std::string& text,
-                                                 layers::Architecture arch);
+// The recipe's corpus as token shards, prepared on first use and mapped after (data/prepare.h):
+// Brown's split files (prepared from brown_dir first), or data.train_path / data.val_path. `given`
+// is the tokenizer of a checkpoint being resumed, fine-tuned or evaluated (its embedding rows are
+// those ids); else one is trained, and a BERT's gets [PAD] [MASK] [CLS] [SEP]. `write` false (train
+// --dry-run) writes nothing: existing shards are used, else the ids are only counted. Missing data is
+// an InputError that says how to get it.
+data::PreparedCorpus prepare_recipe_corpus(const DataConfig& data, layers::Architecture arch,
+                                           const data::Tokenizer* given, bool write, std::ostream* progress);
+// "Brown corpus (data/brown/train.txt, data/brown/val.txt)" or the files' description.
+std::string corpus_description(const DataConfig& data, const data::PreparedCorpus& corpus);
 
 // One batch in the form every model takes: (B, T) ids and targets (-100: no loss), and for BERT
 // the (B, T) key-padding mask (1 real, 0 padding).
@@ -43,7 +43,7 @@ struct Batch {
 class Batches {
  public:
   // random: seeded windows for training; sequential: every window once, for evaluation.
-  Batches(const Recipe& recipe, const data::Tokenizer& tokenizer, std::vector<int32_t> ids, uint64_t seed,
+  Batches(const Recipe& recipe, const data::Tokenizer& tokenizer, data::Tokens ids, uint64_t seed,
           bool sequential = false);
   Batch next();
   bool done() const;
@@ -85,7 +85,7 @@ uint64_t training_batch_seed(int64_t train_seed);
 // budget fixed).
 optim::Schedule run_schedule(const Recipe& recipe, int64_t total_steps);
 
-// Token ids of `text` under the run's tokenizer, through the on-disk cache.
+// Token ids of `text` under the run's tokenizer (a text given on the command line: --text).
 std::vector<int32_t> tokenize(const Run& run, const std::string& text);
 
 // The sample a run prints after training: the recipe's sample.* keys, seeded by train.seed.
@@ -94,7 +94,7 @@ SampleOptions recipe_sample_options(const Recipe& recipe);
 // The batches every evaluation of the run reads (training's validation, `tapeformer eval`, `tapeformer
 // heads`): consecutive windows of data.seq_len, train.batch_size at a time; BERT's masking drawn from
 // train.seed + 1, so each of them masks the same positions.
-data::CausalBatcher causal_eval_batcher(const Run& run, std::vector<int32_t> ids);
-data::MaskedLmBatcher masked_eval_batcher(const Run& run, std::vector<int32_t> ids);
+data::CausalBatcher causal_eval_batcher(const Run& run, data::Tokens ids);
+data::MaskedLmBatcher masked_eval_batcher(const Run& run, data::Tokens ids);
 
 }  // namespace tf::train

@@ -20,7 +20,6 @@
 #include "framework/dist/comm.h"
 #include "framework/kernels/mode.h"
 #include "layers/models/gpt.h"
-#include "data/dataset.h"
 #include "train/checkpoint.h"
 #include "train/continuation.h"
 #include "train/evaluate.h"
@@ -107,7 +106,7 @@ struct DivergenceWatch {
 };
 
 struct Validation {
-  std::vector<int32_t> ids;
+  data::Tokens ids;
   int64_t chars = 0;  // code points of the validation text, for bits per character
 
   EvalResult run(const Run& run) const {
@@ -121,9 +120,9 @@ struct Validation {
   }
 
   // What the same figure is for models that ignore context (RunReport::baseline, own_token_baseline).
-  void set_baselines(const Run& run, std::string_view text, RunReport& report) const {
+  void set_baselines(const Run& run, RunReport& report) const {
     if (run.recipe.model.arch == layers::Architecture::gpt) {
-      report.baseline = unigram_bits_per_char(text);
+      report.baseline = unigram_bits_per_char(*run.tokenizer, ids);
       return;
     }
     auto batcher = masked_eval_batcher(run, ids);
@@ -200,24 +199,31 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
   const bool fresh_folder = !resume_from || options.branch;
   if (fresh_folder && !options.dry_run && !options.overwrite && writer) claim_fresh_run_folder(dir, false, out);
 
-  // Data and run: fresh from the recipe, or from a checkpoint (its tokenizer, its state).
-  const Corpus corpus = load_corpus(recipe.data);
+  // Data and run: fresh from the recipe, or from a checkpoint (its tokenizer, its state). The corpus
+  // is prepared into token shards once (rank 0; the others wait, then map the same files) and mapped.
   // A resumed or fine-tuned model keeps its checkpoint's tokenizer: its embedding rows are those ids.
   const std::optional<fs::path>& tokenizer_from = resume_from ? resume_from : init_from;
-  std::unique_ptr<data::Tokenizer> tokenizer =
-      tokenizer_from ? data::Tokenizer::from_string(checkpoint_tokenizer(*tokenizer_from))
-                     : train_tokenizer(recipe.data, corpus.train, recipe.model.arch);
+  const std::unique_ptr<data::Tokenizer> checkpoint_tokenizer_ =
+      tokenizer_from ? data::Tokenizer::from_string(checkpoint_tokenizer(*tokenizer_from)) : nullptr;
+  // A dry run writes nothing: it maps existing shards, else only counts the ids.
+  const bool write_shards = !options.dry_run;
+  data::PreparedCorpus corpus;
+  if (writer) corpus = prepare_recipe_corpus(recipe.data, recipe.model.arch, checkpoint_tokenizer_.get(), write_shards, &out);
+  setup.so_far();  // rank 0's preparation (or its error) before the others look for the shards
+  if (!writer) corpus = prepare_recipe_corpus(recipe.data, recipe.model.arch, checkpoint_tokenizer_.get(), false, nullptr);
+  TF_CHECK_INPUT(writer || !write_shards || corpus.reused, "rank ", comm.rank(), " does not find the token shards rank 0 "
+                 "prepared in ", corpus.folder.string(), ": under mpirun every rank must see data.cache_dir");
+  std::unique_ptr<data::Tokenizer> tokenizer = std::move(corpus.tokenizer);
+  const std::string corpus_text = corpus_description(recipe.data, corpus);
   // The plan comes from the recipe alone (the model's parameter shapes, nothing allocated), so a
   // dry run of a model too large for the machine prints its estimate instead of failing to build it.
   Recipe planned = recipe;
   planned.model.vocab_size = tokenizer->vocab_size();
-  const RunPlan plan = plan_run(planned, static_cast<int64_t>(corpus.train.size() + corpus.val.size()));
-  // A dry run writes nothing: it reads a valid token cache, and writes none.
-  const bool write_cache = !options.dry_run;
-  std::vector<int32_t> train_ids = data::tokenize_cached(corpus.train, *tokenizer, recipe.data.cache_dir, write_cache).ids;
-  if (init_from) warn_unknown_text(*tokenizer, train_ids, *init_from, out);
-  std::vector<int32_t> val_ids = data::tokenize_cached(corpus.val, *tokenizer, recipe.data.cache_dir, write_cache).ids;
-  check_token_counts(recipe, train_ids.size(), val_ids.size());
+  const int64_t shard_bytes = (corpus.train_count + corpus.val_count) * data::token_width(tokenizer->vocab_size());
+  const RunPlan plan = plan_run(planned, shard_bytes);
+  if (init_from)
+    warn_unknown_text(*tokenizer, static_cast<int64_t>(corpus.train.info.unknown), corpus.train_count, *init_from, out);
+  check_token_counts(recipe, corpus.train_count, corpus.val_count);
   // A run that cannot fit is refused before anything is allocated (or any earlier run moved aside).
   const double memory = machine_memory_bytes();
   const std::string too_large =
@@ -232,8 +238,8 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
     out << planned.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
         << "openmp waiting        " << describe_wait_policy() << "\n"
         << "vocabulary            " << planned.model.vocab_size << " (" << planned.data.tokenizer << ")\n"
-        << "data                  " << corpus.description << "\n"
-        << "tokens                " << train_ids.size() << " training, " << val_ids.size() << " validation\n";
+        << "data                  " << corpus_text << "\n"
+        << "tokens                " << corpus.train_count << " training, " << corpus.val_count << " validation\n";
     if (const double budget = parse_duration(recipe.train.time_budget).value_or(0); budget > 0)
       out << "time budget           " << recipe.train.time_budget << " (" << budget << " s of training): after "
           << kBudgetMeasuredSteps << " steps the step count is fixed from their speed so the run ends on time, "
@@ -248,7 +254,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
   TF_CHECK_INPUT(too_large.empty(), too_large);
   if (fresh_folder && options.overwrite && writer) claim_fresh_run_folder(dir, true, out);
   Run run = build_run(recipe, std::move(tokenizer));
-  Batches batches(run.recipe, *run.tokenizer, std::move(train_ids), training_batch_seed(recipe.train.seed));
+  Batches batches(run.recipe, *run.tokenizer, corpus.train.tokens, training_batch_seed(recipe.train.seed));
   double budget = parse_duration(run.recipe.train.time_budget).value_or(0);  // 0: none, or its count is fixed
   if (resume_from) {
     batches.restore(load_checkpoint_into(run, *resume_from));
@@ -256,7 +262,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
     budget = continue_run(run, stored, resume_from->string(), options.more_seconds, out);
   }
   if (init_from) load_weights(run, *init_from);  // weights only: the optimizer and step start afresh
-  const Validation validation{std::move(val_ids), count_code_points(corpus.val)};
+  const Validation validation{corpus.val.tokens, static_cast<int64_t>(corpus.val.info.characters)};
   if (options.before_training) options.before_training(run);
 
   if (!resume_from) run.run_id = new_run_id();
@@ -285,7 +291,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
       << plan.parameters << " parameters, vocabulary " << run.recipe.model.vocab_size << ", "
       << (comm.size() > 1 ? std::to_string(comm.size()) + " ranks (mpirun) x " : std::string()) << threads
       << (threads == 1 ? " thread" : " threads") << (comm.size() > 1 ? " each" : "")
-      << threads_origin(run.recipe.train.threads) << ", " << corpus.description << "\n";
+      << threads_origin(run.recipe.train.threads) << ", " << corpus_text << "\n";
   if (resume_from)
     out << (options.branch ? "branching from " : "resuming from ") << resume_from->string() << " at step " << run.step
         << (options.branch ? " into " + dir.string() + "/" : std::string()) << "\n";
@@ -430,7 +436,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
   report.ranks = comm.size();
   report.causal = run.recipe.model.arch == layers::Architecture::gpt;
   report.last_eval = last_eval;
-  if (last_eval && writer) validation.set_baselines(run, corpus.val, report);
+  if (last_eval && writer) validation.set_baselines(run, report);
   report.program = options.program;
   report.checkpoint_dir = dir.string();
   report.last_checkpoint = summary.last_checkpoint;

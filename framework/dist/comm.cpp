@@ -197,6 +197,16 @@ void SetupAgreement::succeeded() {
   if (vote(false) < comm_.size()) throw PeerFailed();
 }
 
+void SetupAgreement::so_far() {
+  if (!comm_.mpi()) return;
+  const bool failed = vote(false) < comm_.size();
+  voted_ = false;  // the final vote is still to come
+  if (failed) {
+    voted_ = true;  // this was it: the failing rank's destructor voted too
+    throw PeerFailed();
+  }
+}
+
 int64_t SetupAgreement::vote(bool failed) {
   voted_ = true;
   const int64_t lowest = comm_.allreduce_min(failed ? comm_.rank() : comm_.size());

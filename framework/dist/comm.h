@@ -104,6 +104,10 @@ class SetupAgreement {
   explicit SetupAgreement(Comm& comm);
   ~SetupAgreement();
   void succeeded();
+  // A vote in the middle of setup, where a later part depends on an earlier part of another rank
+  // (the token shards rank 0 prepares): throws PeerFailed when a rank failed so far; the setup goes
+  // on, and ends with succeeded() (or an exception) as before. Every rank calls it at the same point.
+  void so_far();
   SetupAgreement(const SetupAgreement&) = delete;
   SetupAgreement& operator=(const SetupAgreement&) = delete;
 

@@ -227,7 +227,7 @@ TEST(MaskedLmBatcher, TokensFromATokenizer) {
   EXPECT_EQ(tokens.sep, 7);
   EXPECT_EQ(tokens.vocab_size, 8);
   EXPECT_EQ(tokens.specials, (std::vector<int32_t>{0, 4, 5, 6, 7}));
-  EXPECT_THROW(MaskedLmBatcher({1, 2, 9}, 1, 8, 0, tokens), InputError);  // id 9 outside the vocabulary
+  EXPECT_THROW(MaskedLmBatcher(std::vector<int32_t>{1, 2, 9}, 1, 8, 0, tokens), InputError);  // id 9 outside the vocabulary
 }
 
 }  // namespace

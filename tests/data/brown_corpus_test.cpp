@@ -9,7 +9,7 @@
 #include "data/bpe_tokenizer.h"
 #include "data/brown.h"
 #include "data/char_tokenizer.h"
-#include "data/dataset.h"
+#include "data/prepare.h"
 #include "data/text.h"
 #include "support/temp_dir.h"
 
@@ -50,14 +50,19 @@ TEST(BrownCorpus, PrepareTrainBpeAndRoundTrip) {
   const std::vector<int32_t> train_ids = bpe.encode(train);
   const double encode_s = seconds_since(start);
   start = std::chrono::steady_clock::now();
-  const TokenIds miss = tokenize_cached(train, bpe, dir / "cache");
+  TokenizerSpec given;
+  given.given = &bpe;
+  PrepareOptions options;
+  options.cache_dir = dir / "cache";
+  const CorpusSpec corpus{{splits.train.string()}, {splits.val.string()}};
+  const PreparedCorpus miss = prepare_corpus(corpus, given, options);
   const double miss_s = seconds_since(start);
   start = std::chrono::steady_clock::now();
-  const TokenIds hit = tokenize_cached(train, bpe, dir / "cache");
+  const PreparedCorpus hit = prepare_corpus(corpus, given, options);
   const double hit_s = seconds_since(start);
-  EXPECT_EQ(miss.source, CacheSource::miss);
-  EXPECT_EQ(hit.source, CacheSource::hit);
-  EXPECT_EQ(hit.ids, train_ids);
+  EXPECT_FALSE(miss.reused);
+  EXPECT_TRUE(hit.reused);
+  EXPECT_EQ(hit.train.tokens.to_vector(), train_ids);
   EXPECT_LT(hit_s, miss_s);
   const std::vector<int32_t> val_ids = bpe.encode(val);
   EXPECT_EQ(bpe.decode(val_ids), val);

@@ -6,6 +6,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/char_tokenizer.h"
+#include "data/hash.h"
 #include "data/sources.h"
 #include "support/errors.h"
 #include "support/temp_dir.h"
@@ -32,6 +33,14 @@ std::string mixed_text(size_t bytes, uint64_t seed) {
     if (r % 3 != 0) text += ' ';
   }
   return text;
+}
+
+TEST(Fnv1a, KnownValues) {
+  // Reference values of the FNV-1a 64-bit hash (from its authors' test suite).
+  EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64("foobar"), 0x85944171f73967e8ull);
+  EXPECT_EQ(fnv1a64("bar", fnv1a64("foo")), fnv1a64("foobar"));
 }
 
 TEST(SplitPoint, BothSidesEncodeAsTheWholeDoes) {
@@ -71,7 +80,7 @@ TEST_F(Prepare, ShardsHoldTheIdsOfEncodingTheJoinedTextAtOnce) {
   // file is encoded on its own, followed by the joining line break.
   std::vector<std::string> documents;
   for (int i = 0; i < 3; ++i) {
-    documents.push_back(mixed_text(2000 + 311 * i, 10 + i));
+    documents.push_back(mixed_text(2000 + 311 * i, 10 + i) + (i == 2 ? "\nthe river €" : ""));
     write_file(dir_ / "corpus" / ("f" + std::to_string(i) + ".txt"), documents.back());
   }
   const std::string joined = documents[0] + "\n" + documents[1] + "\n" + documents[2];
@@ -106,6 +115,8 @@ TEST_F(Prepare, ShardsHoldTheIdsOfEncodingTheJoinedTextAtOnce) {
     int64_t characters = 0;
     for (const char b : val) characters += (static_cast<unsigned char>(b) & 0xC0) != 0x80;
     EXPECT_EQ(p.val.info.characters, static_cast<uint64_t>(characters));
+    EXPECT_EQ(p.val.info.unknown, static_cast<uint64_t>(expected->count_unknown(expected->encode(val))));
+    if (spec.kind == "char") EXPECT_EQ(p.val.info.unknown, 1u) << "the euro sign is only in the validation text";
     EXPECT_FALSE(p.reused);
 
     // Warm: the same shards, mapped, no text read.
@@ -191,7 +202,7 @@ TEST_F(Prepare, BadTextNamesTheFileAndTheByteOffset) {
 
   write_file(dir_ / "empty" / "a.txt", "");
   EXPECT_NE(error_message<InputError>([&] { prepare_corpus({{(dir_ / "empty").string()}, {}}, {}, options()); })
-                .find("data.train_path: the training text is empty"),
+                .find("': the training text is empty (every file of it has 0 bytes)"),
             std::string::npos);
 }
 

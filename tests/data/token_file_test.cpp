@@ -68,6 +68,7 @@ TEST(TokenFile, ShardLayoutAndRoundTripAtBothWidths) {
       info.source_fingerprint = 0x99aabbccddeeff00ull;
       info.characters = 12345;
       info.vocab_size = static_cast<uint64_t>(vocab);
+      info.unknown = 77;
       const fs::path path = dir / ("s" + std::to_string(width) + "_" + std::to_string(n));
       {
         TokenFileWriter w(path, info);
@@ -80,7 +81,7 @@ TEST(TokenFile, ShardLayoutAndRoundTripAtBothWidths) {
       // The layout of token_file.h, built here field by field.
       std::string expected = le<int32_t>(20261203) + le<int32_t>(1) + le<int32_t>(width) + le<int32_t>(0) +
                              le<uint64_t>(n) + le<uint64_t>(n / 2 == 0 ? 1 : 2) + le<uint64_t>(0x1122334455667788ull) +
-                             le<uint64_t>(0x99aabbccddeeff00ull) + le<uint64_t>(12345) + le<uint64_t>(vocab);
+                             le<uint64_t>(0x99aabbccddeeff00ull) + le<uint64_t>(12345) + le<uint64_t>(vocab) + le<uint64_t>(77);
       expected.resize(1024, '\0');
       for (const int32_t id : ids) expected += width == 2 ? le<uint16_t>(static_cast<uint16_t>(id)) : le<int32_t>(id);
       expected.resize((expected.size() + 7) / 8 * 8, '\0');
@@ -91,6 +92,7 @@ TEST(TokenFile, ShardLayoutAndRoundTripAtBothWidths) {
       const TokenFile f = open_token_file(path);
       EXPECT_EQ(f.info.width, width);
       EXPECT_EQ(f.info.characters, 12345u);
+      EXPECT_EQ(f.info.unknown, 77u);
       EXPECT_EQ(f.info.vocab_size, static_cast<uint64_t>(vocab));
       EXPECT_EQ(f.tokens.to_vector(), ids);
       ASSERT_EQ(f.tokens.size(), n);

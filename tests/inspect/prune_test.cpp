@@ -27,7 +27,8 @@ train::Run perturbed_run(const std::string& recipe_name, const std::vector<std::
   const auto text = tmp.path() / "text.txt";
   tf::testing::write_file(text, tf::testing::english_text(3000));
   const train::Recipe recipe = tf::testing::tiny_recipe(recipe_name, text, tmp.path() / "run", tmp.path() / "cache", more);
-  train::Run run = train::build_run(recipe, train::train_tokenizer(recipe.data, tf::testing::read_file(text), recipe.model.arch), dtype);
+  train::Run run = train::build_run(
+      recipe, train::prepare_recipe_corpus(recipe.data, recipe.model.arch, nullptr, true, nullptr).tokenizer, dtype);
   Rng rng(17);
   for (const auto& p : run.params) {
     const Tensor noise = randn(p.tensor.shape(), rng, 0.3, DType::f64);

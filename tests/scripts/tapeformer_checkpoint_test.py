@@ -2,7 +2,7 @@
 """Test of scripts/tapeformer_checkpoint.py against the program: for GPT and BERT checkpoints of
 several configurations, `tapeformer eval --json` and `scripts/tapeformer_checkpoint.py eval --json`
 (run in this process) must give the same loss, token count and derived figures, and the Python
-tokenizer the ids tapeformer wrote to its token cache.
+tokenizer the ids tapeformer wrote to its token shards for the training text.
 
     tests/scripts/tapeformer_checkpoint_test.py --tapeformer build/tools/tapeformer --source .
 
@@ -14,10 +14,12 @@ h5py or numpy.
 """
 import argparse
 import contextlib
+import glob
 import io
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -136,30 +138,45 @@ def reweighted_copy(src, dst, seed):
     tc.reseal(dst)
 
 
-def token_cache_ids(tmp, text, stored_tokenizer):
-    """The ids tapeformer wrote for `text` to its token cache (data/dataset.h: the file is named by
-    FNV-1a 64 over the text's length, the text and the tokenizer's stored form)."""
-    def fnv(data, h=0xCBF29CE484222325):
-        for byte in data:
-            h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-        return h
-    raw = text.encode()
-    key = fnv(stored_tokenizer.encode(), fnv(b"\n", fnv(raw, fnv(f"{len(raw)}\n".encode()))))
-    with open(os.path.join(tmp, "data", "cache", f"{key:016x}.ids"), "rb") as f:
+def shard_ids(path):
+    """The ids of a tapeformer token shard (docs/data.md: 256 int32 header slots, then the ids)."""
+    with open(path, "rb") as f:
         data = f.read()
-    assert data[:8] == b"TFIDS\0\0\1", "token cache magic"
-    return np.frombuffer(data[32:], dtype="<i4").tolist()
+    magic, version, width = struct.unpack_from("<iii", data, 0)
+    assert (magic, version) == (20261203, 1), f"{path}: not a version 1 shard"
+    (count,) = struct.unpack_from("<Q", data, 16)
+    return np.frombuffer(data[1024:1024 + count * width], dtype="<u2" if width == 2 else "<i4").tolist()
+
+
+def training_split(tmp):
+    """train.txt's training part by docs/data.md's rule for one file: the last 10% is held out from
+    the first line break at or after the 90% mark."""
+    with open(os.path.join(tmp, "train.txt"), "rb") as f:
+        raw = f.read()
+    cut = len(raw) - len(raw) // 10
+    nl = raw.find(b"\n", cut)
+    if nl != -1 and nl + 1 < len(raw):
+        cut = nl + 1
+    while cut < len(raw) and raw[cut] & 0xC0 == 0x80:
+        cut += 1
+    return raw[:cut].decode()
 
 
 def check_tokenizer(name, ckpt, tmp, text):
     with h5py.File(ckpt.path, "r") as f:
         stored = bytes(f["tokenizer"][()]).decode()
-    expected = token_cache_ids(tmp, text, stored)
-    ids = ckpt.tokenizer.encode(text)
+    # The shards tapeformer prepared with this tokenizer (one folder per corpus and tokenizer).
+    folders = [d for d in glob.glob(os.path.join(tmp, "data", "cache", "*"))
+               if open(os.path.join(d, "tokenizer.txt"), encoding="utf-8").read() == stored]
+    assert len(folders) == 1, f"{name}: {len(folders)} shard folders hold this tokenizer"
+    expected = shard_ids(os.path.join(folders[0], "train.tokens"))
+    train_text = training_split(tmp)
+    ids = ckpt.tokenizer.encode(train_text)
     if ids != expected:
         at = next((i for i, (a, b) in enumerate(zip(ids, expected)) if a != b), min(len(ids), len(expected)))
         raise SystemExit(f"FAIL {name}: Python encode differs from tapeformer's at token {at}: "
                          f"{ids[at:at + 8]} vs {expected[at:at + 8]} ({len(ids)} vs {len(expected)} ids)")
+    ids = ckpt.tokenizer.encode(text)
     back = ckpt.tokenizer.decode(ids)
     if ckpt.tokenizer.kind == "bpe":
         assert back == text, f"{name}: BPE decode(encode(text)) != text"
@@ -240,7 +257,7 @@ def main():
             for path, eval_args in [(trained, [])] + [(reweighted, e) for e in evals]:
                 args = [path, "--text", text_file, "--json"] + eval_args
                 cpp = json.loads(run([tapeformer, "eval"] + args, tmp))
-                if path == trained:  # the token cache now holds tapeformer's ids of the text
+                if path == trained:  # the token shards hold tapeformer's ids of the training text
                     check_tokenizer(name, tc.load(trained), tmp, text)
                 py = python_eval(args)
                 label = f"{name}/{os.path.basename(path)}"
@@ -259,7 +276,7 @@ def main():
             code = tc.main(["eval", trained, "--text", os.path.join(tmp, "nowhere.txt")])
         if code != 2 or "does not exist" not in err.getvalue():
             raise SystemExit(f"FAIL: eval --text of a missing file exited with {code}: {err.getvalue()}")
-    print(f"ok: {len(CONFIGS)} configurations; the tokenizers (char, bpe) gave the ids of tapeformer's token cache; "
+    print(f"ok: {len(CONFIGS)} configurations; the tokenizers (char, bpe) gave the ids of tapeformer's token shards; "
           f"{time.time() - start:.1f} s")
     return 0
 

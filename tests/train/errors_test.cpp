@@ -126,16 +126,16 @@ TEST_F(Errors, NotFoundMessagesNameTheAbsolutePathLookedFor) {
 
 TEST_F(Errors, MissingEmptyOrTooShortTrainingTextIsNamed) {
   std::string message = train_error(recipe({"data.train_path=" + (tmp_ / "nowhere.txt").string()}), quiet_);
-  expect_has(message, "read_text: '" + (tmp_ / "nowhere.txt").string() + "' does not exist (looked for " +
+  expect_has(message, "data.train_path: '" + (tmp_ / "nowhere.txt").string() + "' does not exist (looked for " +
                           fs::absolute(tmp_ / "nowhere.txt").string() + "; relative paths start from the current folder)");
 
   fs::create_directories(tmp_ / "empty_folder");
   message = train_error(recipe({"data.train_path=" + (tmp_ / "empty_folder").string()}), quiet_);
-  expect_has(message, "read_text: folder '" + (tmp_ / "empty_folder").string() + "' holds no files");
+  expect_has(message, "data.train_path: the folder '" + (tmp_ / "empty_folder").string() + "' holds no files");
 
   tf::testing::write_file(tmp_ / "empty.txt", "");
   message = train_error(recipe({"data.train_path=" + (tmp_ / "empty.txt").string()}), quiet_);
-  expect_has(message, (tmp_ / "empty.txt").string() + ": the training text is empty");
+  expect_has(message, "data.train_path '" + (tmp_ / "empty.txt").string() + "': the training text is empty (every file of it has 0 bytes)");
 
   tf::testing::write_file(tmp_ / "short.txt", "Too short.");
   message = train_error(recipe({"data.train_path=" + (tmp_ / "short.txt").string()}), quiet_);
@@ -242,7 +242,7 @@ TEST_F(Errors, AMissingValidationSplitPointsToText) {
         {"prune", gpt.string(), "--heads", "0.5", "--out", (tmp_ / "pruned.h5").string()}}) {
     const Outcome o = run(args);
     EXPECT_EQ(o.code, 2) << args[0];
-    expect_has(o.err, "read_text: '" + text_.string() + "' does not exist");
+    expect_has(o.err, "data.train_path: '" + text_.string() + "' does not exist");
     expect_has(o.err, "; the validation split of " + gpt.string() + "'s recipe is not here: give a text with --text FILE");
   }
 }

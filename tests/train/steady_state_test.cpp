@@ -29,9 +29,9 @@ TEST_P(SteadyState, WarmStepsAllocateNothing) {
   tf::testing::write_file(text, tf::testing::english_text(4000));
   const Recipe recipe = tf::testing::tiny_recipe(GetParam(), text, tmp / "run", tmp / "cache",
                                                  {"train.grad_accum=2", "model.dropout=0.1", "train.grad_clip=0.5"});
-  const Corpus corpus = load_corpus(recipe.data);
-  train::Run run = build_run(recipe, train_tokenizer(recipe.data, corpus.train, recipe.model.arch));
-  Batches batches(run.recipe, *run.tokenizer, tokenize(run, corpus.train), 1);
+  data::PreparedCorpus corpus = prepare_recipe_corpus(recipe.data, recipe.model.arch, nullptr, true, nullptr);
+  train::Run run = build_run(recipe, std::move(corpus.tokenizer));
+  Batches batches(run.recipe, *run.tokenizer, corpus.train.tokens, 1);
   layers::Context ctx{true, &run.dropout_rng, nullptr};
 
   for (int i = 0; i < 4; ++i) train_step(run, batches, ctx);  // warm-up: the pool fills, primitives are made

@@ -244,9 +244,9 @@ void expect_warm_steps_make_none_of_our_own(std::vector<std::string> more) {
   tf::testing::write_file(text, tf::testing::english_text(4000));
   more.insert(more.end(), {"train.grad_accum=2", "model.dropout=0.1", "train.grad_clip=0.5"});
   const Recipe recipe = tf::testing::tiny_recipe("tiny_gpt", text, tmp / "run", tmp / "cache", more);
-  const Corpus corpus = load_corpus(recipe.data);
-  train::Run run = build_run(recipe, train_tokenizer(recipe.data, corpus.train, recipe.model.arch));
-  Batches batches(run.recipe, *run.tokenizer, tokenize(run, corpus.train), 1);
+  data::PreparedCorpus corpus = prepare_recipe_corpus(recipe.data, recipe.model.arch, nullptr, true, nullptr);
+  train::Run run = build_run(recipe, std::move(corpus.tokenizer));
+  Batches batches(run.recipe, *run.tokenizer, corpus.train.tokens, 1);
   layers::Context ctx{true, &run.dropout_rng, nullptr};
   ctx.recompute = run.recipe.train.recompute == "blocks";  // as the trainer sets it
 
