@@ -64,7 +64,11 @@ CausalBatch CausalBatcher::next() {
       targets[b * T + t] = t + 1 < have ? window_[t + 1] : kIgnoreIndex;
     }
   }
-  if (sequential_) ids_.release_before(cursor_);
+  // Note [windows of a mapped file]: a window faults in whole large folios of the page cache (about
+  // 1 MB each, measured on Linux 6.18), not its few hundred bytes; dropping the mapping's pages after
+  // every batch keeps the resident set at one batch's worth, whatever the corpus's size. The pages
+  // stay in the page cache, so the next touch is a minor fault.
+  ids_.release_before(sequential_ ? cursor_ : ids_.size());
   return batch;
 }
 
@@ -170,7 +174,7 @@ MaskedLmBatch MaskedLmBatcher::next() {
     }
     fill_row(b, start, std::min(L, n - start), inputs, targets, attention);
   }
-  if (sequential_) ids_.release_before(cursor_);
+  ids_.release_before(sequential_ ? cursor_ : n);  // Note [windows of a mapped file]
   return {Tensor::from_ids(inputs, {rows, T}), Tensor::from_ids(targets, {rows, T}),
           Tensor::from_vector(attention, {rows, T}, DType::f32)};
 }

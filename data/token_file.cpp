@@ -124,8 +124,10 @@ TokenFile open_token_file(const fs::path& path) {
   if (!f.document_starts.empty())
     std::memcpy(f.document_starts.data(), base + round_up_8(kTokenFileHeaderBytes + count * f.info.width),
                 8 * f.document_starts.size());
-  // Windows are drawn at random: read-ahead would page in far more than a window touches.
+  // Windows are drawn at random: read-ahead, or huge pages (2 MB each, which the kernel may use for a
+  // file's pages too), would make a window of a few hundred bytes cost far more of the resident set.
   ::madvise(mapping->base, mapping->bytes, MADV_RANDOM);
+  ::madvise(mapping->base, mapping->bytes, MADV_NOHUGEPAGE);
   f.tokens = Tokens(mapping, base + kTokenFileHeaderBytes, f.info.width, count);
   return f;
 }

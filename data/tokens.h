@@ -37,7 +37,8 @@ class Tokens {
   std::vector<int32_t> to_vector() const;
   // A hint that ids before `end` will not be read again soon: a mapped file's pages up to there
   // leave this process's resident set (they stay in the page cache). Reading them again is correct,
-  // only slower. Keeps a sequential pass over a large file (evaluation) from growing the RSS.
+  // only slower. Keeps a pass over a large file, sequential (evaluation) or random (training
+  // windows: Note [windows of a mapped file] in batcher.cpp), from growing the RSS.
   void release_before(int64_t end) const;
 
  private:

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   tf::tools::add_train_command(app, exit_code);
+  tf::tools::add_prepare_command(app, exit_code);
   tf::tools::add_sample_command(app, exit_code);
   tf::tools::add_eval_command(app, exit_code);
   tf::tools::add_info_command(app, exit_code);
