@@ -223,8 +223,8 @@ void BpeTokenizer::encode_chunk(std::string_view chunk, std::vector<int32_t>& ou
   for (int32_t i = 0; i < n; i = next[i]) out.push_back(symbol[i]);  // position 0 is never removed
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
-  std::vector<int32_t> ids;
+void BpeTokenizer::encode_into(std::string_view text, std::vector<int32_t>& ids) const {
+  ids.clear();
   ids.reserve(text.size() / 3);
   // Natural text repeats its words: encode each distinct chunk once. (Local, so encode is const
   // and safe to call from several threads.)
@@ -240,7 +240,6 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
     encode_chunk(chunk, ids);
     seen.emplace(chunk, std::pair{offset, ids.size() - offset});
   }
-  return ids;
 }
 
 std::string BpeTokenizer::decode(std::span<const int32_t> ids) const {

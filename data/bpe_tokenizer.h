@@ -48,7 +48,7 @@ class BpeTokenizer : public Tokenizer {
   explicit BpeTokenizer(std::vector<Merge> merges);
 
   std::string_view kind() const override { return "bpe"; }
-  std::vector<int32_t> encode(std::string_view text) const override;
+  void encode_into(std::string_view text, std::vector<int32_t>& ids) const override;
   // Before a single space that sits between two non-space bytes: a pre-tokenisation boundary that
   // does not depend on the text around it (Note [pre-tokenisation]).
   size_t split_point(std::string_view text, size_t at) const override;

@@ -50,9 +50,16 @@ CharTokenizer::CharTokenizer(std::vector<char32_t> code_points) : code_points_(s
 }
 
 std::vector<char32_t> CharTokenizer::distinct_code_points(std::string_view text) {
-  std::vector<bool> seen_bmp(0x10000, false);  // the Basic Multilingual Plane, where nearly all text lies
+  std::array<bool, 128> seen_ascii{};
+  std::vector<bool> seen_bmp;  // the Basic Multilingual Plane beyond ASCII, made at the first such character
   std::vector<char32_t> code_points;
   for (size_t i = 0; i < text.size();) {
+    if (const auto byte = static_cast<unsigned char>(text[i]); byte < 0x80) {
+      seen_ascii[byte] = true;
+      ++i;
+      continue;
+    }
+    if (seen_bmp.empty()) seen_bmp.assign(0x10000, false);
     const size_t length = utf8_sequence_length(text, i);
     if (length == 0) {
       ++i;
@@ -63,6 +70,8 @@ std::vector<char32_t> CharTokenizer::distinct_code_points(std::string_view text)
     if (cp < 0x10000) seen_bmp[cp] = true;
     i += length;
   }
+  for (char32_t c = 0; c < 128; ++c)
+    if (seen_ascii[c]) code_points.push_back(c);
   std::sort(code_points.begin(), code_points.end());
   code_points.erase(std::unique(code_points.begin(), code_points.end()), code_points.end());
   return code_points;
@@ -74,8 +83,8 @@ CharTokenizer CharTokenizer::train(std::string_view text, const std::vector<std:
   return tok;
 }
 
-std::vector<int32_t> CharTokenizer::encode(std::string_view text) const {
-  std::vector<int32_t> ids;
+void CharTokenizer::encode_into(std::string_view text, std::vector<int32_t>& ids) const {
+  ids.clear();
   ids.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     if (const auto byte = static_cast<unsigned char>(text[i]); byte < 128) {  // kUnknown (0) when unseen
@@ -93,7 +102,6 @@ std::vector<int32_t> CharTokenizer::encode(std::string_view text) const {
     ids.push_back(it == id_of_cp_.end() ? kUnknown : it->second);
     i += length;
   }
-  return ids;
 }
 
 size_t CharTokenizer::split_point(std::string_view text, size_t at) const {

@@ -31,7 +31,7 @@ class CharTokenizer : public Tokenizer {
   static std::vector<char32_t> distinct_code_points(std::string_view text);
 
   std::string_view kind() const override { return "char"; }
-  std::vector<int32_t> encode(std::string_view text) const override;
+  void encode_into(std::string_view text, std::vector<int32_t>& ids) const override;
   size_t split_point(std::string_view text, size_t at) const override;  // any code point boundary
   std::string decode(std::span<const int32_t> ids) const override;
   int32_t id_of(std::string_view special) const override;  // also knows "<unk>" (id 0)

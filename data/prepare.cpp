@@ -17,6 +17,7 @@
 #include "data/char_tokenizer.h"
 #include "data/hash.h"
 #include "data/sources.h"
+#include "data/text.h"
 #include "framework/error.h"
 
 namespace tf::data {
@@ -111,12 +112,15 @@ Split split_files(std::vector<SourceFile> train, std::vector<SourceFile> val) {
   return s;
 }
 
-// Runs `work` on batches of up to `batch` chunks of `stream` in parallel, then `take` on each in order.
+// Runs `work(chunk, result)` on batches of up to `batch` chunks of `stream` in parallel, then
+// `take(chunk, result)` on each in order. Chunks' buffers and results are reused from batch to batch:
+// fresh multi-megabyte buffers would cost a page fault per 4 KB, every chunk.
 template <typename Result, typename Work, typename Take>
 void for_each_chunk(TextStream& stream, size_t batch, Work work, Take take) {
   std::vector<TextStream::Chunk> chunks;
-  std::vector<Result> results;
+  std::vector<Result> results(batch);
   for (bool more = true; more;) {
+    for (TextStream::Chunk& c : chunks) stream.recycle(std::move(c.text));
     chunks.clear();
     while (chunks.size() < batch) {
       auto c = stream.next();
@@ -126,10 +130,9 @@ void for_each_chunk(TextStream& stream, size_t batch, Work work, Take take) {
       }
       chunks.push_back(std::move(*c));
     }
-    results.assign(chunks.size(), Result{});
-    // Each chunk on its own thread: work must not throw (a chunk's errors were raised by the stream).
+    // Each chunk on its own thread: work must not throw (errors are raised in order, by take).
 #pragma omp parallel for schedule(dynamic, 1)
-    for (size_t i = 0; i < chunks.size(); ++i) results[i] = work(chunks[i]);  // may change the chunk
+    for (size_t i = 0; i < chunks.size(); ++i) work(chunks[i], results[i]);  // may change the chunk
     for (size_t i = 0; i < chunks.size(); ++i) take(chunks[i], results[i]);
   }
 }
@@ -186,10 +189,15 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<SourceFile>& train,
   std::unique_ptr<Tokenizer> tokenizer;
   if (spec.kind == "char") {
     std::vector<char32_t> all;
-    for_each_chunk<std::vector<char32_t>>(
-        stream, batch, [&](TextStream::Chunk& c) { return CharTokenizer::distinct_code_points(c.text); },
-        [&](const TextStream::Chunk& c, const std::vector<char32_t>& found) {
-          all.insert(all.end(), found.begin(), found.end());
+    using Found = std::pair<size_t, std::vector<char32_t>>;  // (first invalid byte, code points)
+    for_each_chunk<Found>(
+        stream, batch,
+        [&](TextStream::Chunk& c, Found& found) {
+          found = {first_invalid_utf8(c.text), CharTokenizer::distinct_code_points(c.text)};
+        },
+        [&](const TextStream::Chunk& c, const Found& found) {
+          stream.check_utf8(c, found.first);
+          all.insert(all.end(), found.second.begin(), found.second.end());
           std::sort(all.begin(), all.end());
           all.erase(std::unique(all.begin(), all.end()), all.end());
           if (c.file_end && train.size() > 1) all.push_back(U'\n');  // the joining line break
@@ -199,9 +207,10 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<SourceFile>& train,
   } else {
     const double share = total <= spec.sample_bytes ? 1.0 : static_cast<double>(spec.sample_bytes) / total;
     std::string sample;
-    for_each_chunk<int>(
-        stream, batch, [](TextStream::Chunk&) { return 0; },
-        [&](const TextStream::Chunk& c, int) {
+    for_each_chunk<size_t>(
+        stream, batch, [](TextStream::Chunk& c, size_t& bad) { bad = first_invalid_utf8(c.text); },
+        [&](const TextStream::Chunk& c, size_t bad) {
+          stream.check_utf8(c, bad);
           size_t take = c.text.size();
           if (share < 1.0) {  // a share of this chunk, ending at a line break (else a space) when there is one
             take = static_cast<size_t>(share * static_cast<double>(c.text.size()));
@@ -225,6 +234,7 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<SourceFile>& train,
 struct Encoded {
   std::vector<int32_t> ids;
   uint64_t characters = 0, unknown = 0;
+  size_t bad = std::string::npos;  // the chunk's first invalid UTF-8 byte
 };
 
 // Encodes `pieces` (documents joined with '\n') into `writer`, or only counts the ids without one.
@@ -235,14 +245,16 @@ int64_t encode_split(const std::vector<SourceFile>& pieces, const Tokenizer& tok
   int64_t count = 0;
   for_each_chunk<Encoded>(
       stream, static_cast<size_t>(omp_get_max_threads()),
-      [&](TextStream::Chunk& c) {
+      [&](TextStream::Chunk& c, Encoded& e) {
         if (c.file_end && c.file + 1 < pieces.size()) c.text += '\n';  // the line break joining documents
-        Encoded e{tokenizer.encode(c.text), 0, 0};
+        tokenizer.encode_into(c.text, e.ids);
+        e.bad = first_invalid_utf8(c.text);
         e.unknown = static_cast<uint64_t>(tokenizer.count_unknown(e.ids));
+        e.characters = 0;
         for (const char b : c.text) e.characters += (static_cast<unsigned char>(b) & 0xC0) != 0x80;
-        return e;
       },
       [&](const TextStream::Chunk& c, const Encoded& e) {
+        stream.check_utf8(c, e.bad);
         if (writer) {
           if (c.file_start) writer->start_document();
           writer->append(e.ids);

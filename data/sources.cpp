@@ -174,17 +174,32 @@ bool TextStream::fill() {
 
 TextStream::Chunk TextStream::take(size_t n, bool file_end) {
   Chunk c;
-  c.text = pending_.substr(0, n);
+  // The chunk takes the buffer; only the few bytes after the cut are copied, into a recycled one.
+  std::string rest;
+  if (!spare_.empty()) {
+    rest = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  rest.assign(pending_, n);
+  pending_.resize(n);
+  c.text = std::move(pending_);
+  pending_ = std::move(rest);
   c.file = file_;
   c.offset = offset_;
   c.file_start = offset_ == std::min(files_[file_].begin, files_[file_].size);
   c.file_end = file_end;
-  const size_t bad = first_invalid_utf8(c.text);
-  TF_CHECK_INPUT(bad == std::string::npos, "'", files_[file_].path.string(), "' is not valid UTF-8: byte offset ",
-                 offset_ + bad, " (byte 0x", std::hex, static_cast<int>(static_cast<unsigned char>(c.text[bad])), ")");
-  pending_.erase(0, n);
   offset_ += n;
   return c;
+}
+
+void TextStream::recycle(std::string&& buffer) {
+  buffer.clear();
+  spare_.push_back(std::move(buffer));
+}
+
+void TextStream::check_utf8(const Chunk& c, size_t bad) const {
+  TF_CHECK_INPUT(bad == std::string::npos, "'", files_[c.file].path.string(), "' is not valid UTF-8: byte offset ",
+                 c.offset + bad, " (byte 0x", std::hex, static_cast<int>(static_cast<unsigned char>(c.text[bad])), ")");
 }
 
 std::optional<TextStream::Chunk> TextStream::next() {
@@ -194,7 +209,8 @@ std::optional<TextStream::Chunk> TextStream::next() {
   for (;;) {
     while (more && pending_.size() < chunk_bytes_) more = fill();
     if (more) {
-      const size_t cut = split_(pending_, chunk_bytes_);
+      // A cut near the buffer's end (in its last 64 KB), so that little is copied over to the next chunk.
+      const size_t cut = split_(pending_, pending_.size() - std::min<size_t>(pending_.size() / 4, 64u << 10));
       if (cut < pending_.size() && cut > 0) return take(cut, false);
       more = fill();  // no split point yet: read on until one comes or the file ends
       continue;

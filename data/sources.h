@@ -44,7 +44,8 @@ std::optional<std::string> source_change(const SourceFile& file);
 using SplitPoint = std::function<size_t(std::string_view text, size_t at)>;
 
 // Reads the files one after another in chunks of about `chunk_bytes`, each ending at a split point
-// (or at its file's end), and checks that every file is valid UTF-8 and unchanged since listed.
+// (or at its file's end), and checks that every file is unchanged since listed. UTF-8 is checked by
+// the reader (in parallel, prepare.cpp), with check_utf8.
 class TextStream {
  public:
   struct Chunk {
@@ -55,10 +56,15 @@ class TextStream {
     bool file_end = false;    // the chunk ends it
   };
   TextStream(std::vector<SourceFile> files, size_t chunk_bytes, SplitPoint split);
-  // The next chunk, or nothing after the last file. InputError: a file that cannot be read, is not
-  // valid UTF-8 (naming it and the byte offset), or changed since it was listed.
+  // The next chunk, or nothing after the last file. InputError: a file that cannot be read, or that
+  // changed since it was listed.
   std::optional<Chunk> next();
+  // InputError naming the file and byte offset when chunk.text[bad] is where its UTF-8 breaks
+  // (bad: first_invalid_utf8(chunk.text), npos when valid).
+  void check_utf8(const Chunk& chunk, size_t bad) const;
   uint64_t bytes_read() const { return bytes_read_; }
+  // Gives a chunk's buffer back for a later chunk to read into (its memory, already paged in).
+  void recycle(std::string&& buffer);
 
  private:
   bool fill();        // reads more of the current file into pending_; false at its end
@@ -70,6 +76,7 @@ class TextStream {
   size_t file_ = 0;
   uint64_t offset_ = 0;  // of pending_[0] in the current file
   std::string pending_;
+  std::vector<std::string> spare_;  // recycled buffers
   std::ifstream in_;
   bool open_ = false;  // in_ holds files_[file_]
   uint64_t bytes_read_ = 0;

@@ -33,7 +33,13 @@ class Tokenizer {
 
   virtual std::string_view kind() const = 0;  // "char" or "bpe"
   int32_t vocab_size() const { return base_vocab_size() + static_cast<int32_t>(specials_.size()); }
-  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  std::vector<int32_t> encode(std::string_view text) const {
+    std::vector<int32_t> ids;
+    encode_into(text, ids);
+    return ids;
+  }
+  // encode() into `ids` (cleared first), reusing its memory: a corpus is encoded a chunk at a time.
+  virtual void encode_into(std::string_view text, std::vector<int32_t>& ids) const = 0;
   // A place to cut `text` for encoding in pieces: the smallest p >= at, 0 < p < text.size(), with
   // encode(text) == encode(text[0, p)) + encode(text[p, end)); text.size() when there is none. A
   // corpus is encoded in chunks cut there, in parallel (data/prepare.h).

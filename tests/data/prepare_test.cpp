@@ -109,14 +109,18 @@ TEST_F(Prepare, ShardsHoldTheIdsOfEncodingTheJoinedTextAtOnce) {
                             : std::unique_ptr<Tokenizer>(new BpeTokenizer(BpeTokenizer::train(train, 420, spec.specials)));
     EXPECT_EQ(p.tokenizer->to_string(), expected->to_string()) << kind;
     EXPECT_EQ(p.train.tokens.to_vector(), encode_documents(*expected)) << kind;
-    if (spec.kind == "char") EXPECT_EQ(p.train.tokens.to_vector(), expected->encode(train));
+    if (spec.kind == "char") {
+      EXPECT_EQ(p.train.tokens.to_vector(), expected->encode(train));
+    }
     EXPECT_EQ(p.val.tokens.to_vector(), expected->encode(val)) << kind;
     EXPECT_EQ(p.train.document_starts.size(), 3u);
     int64_t characters = 0;
     for (const char b : val) characters += (static_cast<unsigned char>(b) & 0xC0) != 0x80;
     EXPECT_EQ(p.val.info.characters, static_cast<uint64_t>(characters));
     EXPECT_EQ(p.val.info.unknown, static_cast<uint64_t>(expected->count_unknown(expected->encode(val))));
-    if (spec.kind == "char") EXPECT_EQ(p.val.info.unknown, 1u) << "the euro sign is only in the validation text";
+    if (spec.kind == "char") {
+      EXPECT_EQ(p.val.info.unknown, 1u) << "the euro sign is only in the validation text";
+    }
     EXPECT_FALSE(p.reused);
 
     // Warm: the same shards, mapped, no text read.
