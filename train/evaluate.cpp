@@ -209,6 +209,7 @@ double unigram_bits_per_char(const data::Tokenizer& tokenizer, const data::Token
   for (int64_t at = 0; at < ids.size(); at += kSlice) {
     slice.resize(std::min(kSlice, ids.size() - at));
     ids.copy(at, static_cast<int64_t>(slice.size()), slice.data());
+    ids.release_before(at + static_cast<int64_t>(slice.size()));  // a shard's pages, read once
     if (tokenizer.kind() == "char") {
       for (const int32_t id : slice) ++count[static_cast<char32_t>(id)];
       n += static_cast<int64_t>(slice.size());
