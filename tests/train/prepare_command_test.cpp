@@ -51,5 +51,25 @@ TEST(PrepareCommand, TrainMapsWhatPrepareMadeAndLlmcFilesHoldTheSameIds) {
   EXPECT_NE(missing.err.find("data.train_path: '"), std::string::npos) << missing.err;
 }
 
+TEST(PrepareCommand, AFullDiskLeavesNoShardThatLooksComplete) {
+  tf::testing::RunTempDir tmp;
+  const fs::path text = tmp.path() / "text.txt", cache = tmp.path() / "cache";
+  tf::testing::write_file(text, tf::testing::english_text(300000));  // a training shard of ~540 KB
+  const int code = tf::testing::run_tapeformer(prepare_args(text, cache), tmp.path() / "out.txt",
+                                               tmp.path() / "err.txt", tmp.path(), 200000);
+  const std::string err = tf::testing::read_file(tmp.path() / "err.txt");
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_NE(err.find("cannot write"), std::string::npos) << err;
+  EXPECT_NE(err.find("(is the disk full?)"), std::string::npos) << err;
+  for (const auto& entry : fs::recursive_directory_iterator(cache)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(entry.is_directory() || name == "tokenizer.txt") << "left behind: " << entry.path();
+  }
+  // With room again, the corpus is prepared whole.
+  const auto again = tf::testing::run_command(prepare_args(text, cache), tmp.path());
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("(prepared now)"), std::string::npos) << again.out;
+}
+
 }  // namespace
 }  // namespace tf::train
