@@ -41,7 +41,7 @@ struct TokenizerSpec {
   std::string kind = "char";  // char | bpe
   int64_t bpe_vocab_size = 1024;
   std::vector<std::string> specials;  // added after the learned vocabulary ([PAD] ... for BERT)
-  uint64_t sample_bytes = 64ull << 20;  // bpe: the most text its merges are learned from
+  uint64_t sample_bytes = 64000000;  // bpe: the most text its merges are learned from (data.bpe_sample_mb)
   // A tokenizer to use instead of training one (a checkpoint's: its embedding rows are these ids).
   const Tokenizer* given = nullptr;
 };

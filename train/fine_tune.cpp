@@ -11,7 +11,7 @@ namespace tf::train {
 
 RecipeBase fine_tune_base(const std::filesystem::path& checkpoint) {
   return {checkpoint_recipe(checkpoint), checkpoint.string() + ":/recipe",
-          {"model.", "data.tokenizer", "data.bpe_vocab_size"}};
+          {"model.", "data.tokenizer", "data.bpe_vocab_size", "data.bpe_sample_mb"}};
 }
 
 Recipe load_fine_tune_recipe(const std::string& path, const std::vector<std::string>& overrides,

@@ -30,6 +30,7 @@ struct DataConfig {
   std::string val_path;              // corpus: files -> optional; empty: last 10% of train
   std::string tokenizer = "char";    // char | bpe
   int64_t bpe_vocab_size = 1024;     // tokenizer: bpe
+  int64_t bpe_sample_mb = 64;        // tokenizer: bpe; the merges are learned from at most this much text
   int64_t seq_len = 128;             // tokens per training window
   std::string cache_dir = "data/cache";
   double mask_prob = 0.15;           // BERT: fraction of positions chosen for prediction

@@ -68,7 +68,7 @@ std::vector<Rule> rules(const Recipe& r) {
        "model.attention_random_blocks is 0, and only BigBird's random blocks read it; remove the key"},
       {{"model.gelu"}, gpt && m.feed_forward == kernels::FeedForwardKind::swiglu,  // (a BERT's MLM head has a GELU)
        "model.feed_forward is swiglu, whose gate is SiLU, and a GPT has no other GELU; remove the key"},
-      {{"data.bpe_vocab_size"}, r.data.tokenizer != "bpe",
+      {{"data.bpe_vocab_size", "data.bpe_sample_mb"}, r.data.tokenizer != "bpe",
        "data.tokenizer is " + r.data.tokenizer + "; remove the key, or set data.tokenizer: bpe"},
       {{"data.mask_prob"}, gpt, "model.arch is gpt, and only a BERT masks positions to predict; remove the key"},
       {{"data.brown_dir"}, r.data.corpus != "brown",

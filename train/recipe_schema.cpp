@@ -228,6 +228,7 @@ std::vector<Field> make_fields() {
       choice("data.tokenizer", "char (UTF-8 characters) or bpe (byte-level BPE trained on the corpus)", REF(data.tokenizer),
              same_names<std::string>({"char", "bpe"})),
       integer("data.bpe_vocab_size", "tokenizer bpe: vocabulary size including the 256 bytes", REF(data.bpe_vocab_size), 260, 1 << 20),
+      integer("data.bpe_sample_mb", "tokenizer bpe: megabytes of the training text the merges are learned from (a sample spread over it; docs/data.md)", REF(data.bpe_sample_mb), 1, 1 << 20),
       integer("data.seq_len", "tokens per training window; at most model.max_seq_len", REF(data.seq_len), 1, 1 << 20),
       text("data.cache_dir", "folder of the prepared token shards (docs/data.md); deleting it costs one preparation", REF(data.cache_dir)),
       text("data.brown_dir", "corpus brown: the folder setup fills (raw documents in <brown_dir>/raw; the split is written beside them)", REF(data.brown_dir)),

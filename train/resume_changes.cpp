@@ -74,7 +74,7 @@ void check_fine_tune_changes(const std::filesystem::path& checkpoint, const Reci
   std::vector<RecipeChange> refused;
   for (RecipeChange& c : recipe_changes(stored, given)) {
     // The run reads its text with the checkpoint's tokenizer: other tokenizer keys would do nothing.
-    const bool tokenizer = c.key == "data.tokenizer" || c.key == "data.bpe_vocab_size";
+    const bool tokenizer = c.key == "data.tokenizer" || c.key == "data.bpe_vocab_size" || c.key == "data.bpe_sample_mb";
     const bool free = (c.key.rfind("model.", 0) != 0 && !tokenizer) || c.key == "model.dropout" ||
                       c.key == "model.attn_dropout" || (inference_settable(c.key) && c.key != "model.max_seq_len");
     if (!free) refused.push_back(std::move(c));

@@ -27,6 +27,7 @@ data::PreparedCorpus prepare_recipe_corpus(const DataConfig& d, layers::Architec
   data::TokenizerSpec tokenizer;
   tokenizer.kind = d.tokenizer;
   tokenizer.bpe_vocab_size = d.bpe_vocab_size;
+  tokenizer.sample_bytes = static_cast<uint64_t>(d.bpe_sample_mb) * 1000000;
   if (arch == layers::Architecture::bert) tokenizer.specials = kBertSpecials;
   tokenizer.given = given;
   data::PrepareOptions options;

@@ -159,6 +159,8 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.yaml:3:3: model.gelu has no effect: model.feed_forward is swiglu"}},
         BadCase{"BPE size with the char tokenizer", "data:\n  bpe_vocab_size: 2048\n", {},
                 {"bad.yaml:2:3: data.bpe_vocab_size has no effect: data.tokenizer is char"}},
+        BadCase{"BPE sample with the char tokenizer", "data:\n  bpe_sample_mb: 8\n", {},
+                {"bad.yaml:2:3: data.bpe_sample_mb has no effect: data.tokenizer is char"}},
         BadCase{"mask_prob in a GPT", "data:\n  mask_prob: 0.2\n", {},
                 {"bad.yaml:2:3: data.mask_prob has no effect: model.arch is gpt"}},
         BadCase{"brown_dir with your own files", "data:\n  corpus: files\n  train_path: t.txt\n  brown_dir: b\n", {},
