@@ -55,7 +55,7 @@ std::pair<size_t, uint64_t> held_out_cut(const std::vector<SourceFile>& files, u
   const SourceFile& f = files[i];
   const uint64_t local = std::min(mark - start, f.size);
   std::ifstream in(f.path, std::ios::binary);
-  TF_CHECK_INPUT(in, "'", f.path.string(), "': cannot open: ", std::strerror(errno));
+  TF_CHECK_INPUT(in, "'", f.path, "': cannot open: ", std::strerror(errno));
   in.seekg(static_cast<std::streamoff>(local));
   std::string block(1 << 16, '\0');
   uint64_t at = local;
@@ -277,7 +277,7 @@ std::string hex16(uint64_t v) {
 std::string listing_text(const std::vector<SourceFile>& files) {
   std::string text;
   for (const SourceFile& f : files)
-    text += std::to_string(f.size) + "\t" + std::to_string(f.mtime_ns) + "\t" + f.path.string() + "\n";
+    text += std::to_string(f.size) + "\t" + std::to_string(f.mtime_ns) + "\t" + f.path + "\n";
   return text;
 }
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <set>
+#include <unordered_set>
 
 #include "data/hash.h"
 #include "data/text.h"
@@ -21,9 +21,9 @@ namespace {
 
 bool has_wildcard(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
 
-SourceFile stat_source(const fs::path& path, const std::string& key) {
+SourceFile stat_source(const std::string& path, const std::string& key) {
   struct stat st {};
-  TF_CHECK_INPUT(::stat(path.c_str(), &st) == 0, key, ": cannot examine '", path.string(), "': ", std::strerror(errno));
+  TF_CHECK_INPUT(::stat(path.c_str(), &st) == 0, key, ": cannot examine '", path, "': ", std::strerror(errno));
   return {path, static_cast<uint64_t>(st.st_size),
           static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
@@ -41,11 +41,18 @@ bool glob_match(const std::vector<std::string>& pattern, size_t p, const std::ve
          glob_match(pattern, p + 1, parts, i + 1);
 }
 
-// Every regular file under `folder` whose path relative to it satisfies `keep`, sorted. Hidden
-// entries (a name beginning with '.') are skipped, folders with their contents.
-std::vector<fs::path> walk(const fs::path& folder, const std::string& key,
-                           const std::function<bool(const fs::path&)>& keep) {
-  std::vector<fs::path> files;
+// Path order (component by component, as fs::path compares) on the text: '/' sorts first.
+bool path_less(const std::string& a, const std::string& b) {
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return (x == '/' ? '\0' : x) < (y == '/' ? '\0' : y);
+  });
+}
+
+// Every regular file under `folder` whose path relative to it satisfies `keep` (all when it is
+// empty), sorted. Hidden entries (a name beginning with '.') are skipped, folders with their contents.
+std::vector<std::string> walk(const fs::path& folder, const std::string& key,
+                              const std::function<bool(const fs::path&)>& keep) {
+  std::vector<std::string> files;
   std::error_code ec;
   fs::recursive_directory_iterator it(folder, fs::directory_options::follow_directory_symlink, ec);
   TF_CHECK_INPUT(!ec, key, ": cannot list the folder '", folder.string(), "': ", ec.message());
@@ -60,13 +67,13 @@ std::vector<fs::path> walk(const fs::path& folder, const std::string& key,
     const bool regular = it->is_regular_file(entry_ec);
     TF_CHECK_INPUT(!entry_ec, key, ": '", it->path().string(), "': ", entry_ec.message(),
                    " (a symbolic link loop, or an entry this user cannot read?)");
-    if (regular && keep(it->path().lexically_relative(folder))) files.push_back(it->path());
+    if (regular && (!keep || keep(it->path().lexically_relative(folder)))) files.push_back(it->path().native());
   }
-  std::sort(files.begin(), files.end());
+  std::sort(files.begin(), files.end(), path_less);
   return files;
 }
 
-std::vector<fs::path> expand_glob(const std::string& pattern, const std::string& key) {
+std::vector<std::string> expand_glob(const std::string& pattern, const std::string& key) {
   // The base: the components before the first one with a wildcard.
   const fs::path whole(pattern);
   fs::path base;
@@ -77,10 +84,11 @@ std::vector<fs::path> expand_glob(const std::string& pattern, const std::string&
   }
   if (base.empty()) base = ".";
   std::error_code ec;
+  base = fs::absolute(base, ec).lexically_normal();  // so that every match is absolute and normal
   TF_CHECK_INPUT(fs::is_directory(base, ec), key, ": the glob '", pattern, "' starts from '", base.string(),
                  "', which is not a folder");
   const bool deep = std::find(rest.begin(), rest.end(), "**") != rest.end() || rest.size() > 1;
-  std::vector<fs::path> files;
+  std::vector<std::string> files;
   const auto matches = [&](const fs::path& relative) {
     std::vector<std::string> parts;
     for (const fs::path& p : relative) parts.push_back(p.string());
@@ -88,8 +96,8 @@ std::vector<fs::path> expand_glob(const std::string& pattern, const std::string&
   };
   if (deep) return walk(base, key, matches);
   for (const fs::path& f : regular_files_in(base, key.c_str()))
-    if (matches(f.filename())) files.push_back(f);
-  std::sort(files.begin(), files.end());
+    if (matches(f.filename())) files.push_back(f.native());
+  std::sort(files.begin(), files.end(), path_less);
   return files;
 }
 
@@ -98,13 +106,14 @@ std::vector<fs::path> expand_glob(const std::string& pattern, const std::string&
 std::vector<SourceFile> resolve_sources(const std::vector<std::string>& paths, const std::string& key) {
   TF_CHECK_INPUT(!paths.empty(), key, ": no text files given");
   std::vector<SourceFile> files;
-  std::set<fs::path> seen;
+  std::unordered_set<std::string> seen;
   for (const std::string& given : paths) {
-    std::vector<fs::path> found;
+    std::vector<std::string> found;
     std::error_code ec;
     if (fs::exists(given, ec)) {
       if (fs::is_directory(given, ec)) {
-        found = walk(given, key, [](const fs::path&) { return true; });
+        // From the folder's absolute form: every path found is then absolute and normal already.
+        found = walk(fs::absolute(given, ec).lexically_normal(), key, nullptr);
         TF_CHECK_INPUT(!found.empty(), key, ": the folder '", given, "' holds no files");
       } else {
         found.push_back(given);
@@ -117,8 +126,11 @@ std::vector<SourceFile> resolve_sources(const std::vector<std::string>& paths, c
                      fs::absolute(given, ec).parent_path().string(), ")");
     }
     // Absolute: the same files named from another folder, or relatively, are the same listing.
-    for (fs::path& f : found)
-      if (fs::path a = fs::absolute(f, ec).lexically_normal(); seen.insert(a).second) files.push_back(stat_source(a, key));
+    files.reserve(files.size() + found.size());
+    for (std::string& f : found) {
+      if (f.empty() || f[0] != '/') f = fs::absolute(f, ec).lexically_normal().native();
+      if (seen.insert(f).second) files.push_back(stat_source(f, key));
+    }
   }
   return files;
 }
@@ -126,7 +138,7 @@ std::vector<SourceFile> resolve_sources(const std::vector<std::string>& paths, c
 uint64_t listing_fingerprint(const std::vector<SourceFile>& files) {
   uint64_t h = fnv1a64(std::to_string(files.size()) + "\n");
   for (const SourceFile& f : files)
-    h = fnv1a64(f.path.string() + "\t" + std::to_string(f.size) + "\t" + std::to_string(f.mtime_ns) + "\n", h);
+    h = fnv1a64(f.path + "\t" + std::to_string(f.size) + "\t" + std::to_string(f.mtime_ns) + "\n", h);
   return h;
 }
 
@@ -148,10 +160,10 @@ TextStream::TextStream(std::vector<SourceFile> files, size_t chunk_bytes, SplitP
 void TextStream::open_file() {
   const SourceFile& f = files_[file_];
   const auto changed = source_change(f);
-  TF_CHECK_INPUT(!changed, "'", f.path.string(), "' ", changed.value_or(""),
+  TF_CHECK_INPUT(!changed, "'", f.path, "' ", changed.value_or(""),
                  " since the corpus was listed: preparation reads a stable corpus; run it again");
   in_ = std::ifstream(f.path, std::ios::binary);
-  TF_CHECK_INPUT(in_, "'", f.path.string(), "': cannot open: ", std::strerror(errno));
+  TF_CHECK_INPUT(in_, "'", f.path, "': cannot open: ", std::strerror(errno));
   open_ = true;
   offset_ = std::min(f.begin, f.size);
   in_.seekg(static_cast<std::streamoff>(offset_));
@@ -167,7 +179,7 @@ bool TextStream::fill() {
   in_.read(pending_.data() + had, static_cast<std::streamsize>(want));
   const auto got = static_cast<size_t>(in_.gcount());
   pending_.resize(had + got);
-  TF_CHECK_INPUT(!in_.bad(), "'", f.path.string(), "': a read error after ", offset_ + had + got, " bytes");
+  TF_CHECK_INPUT(!in_.bad(), "'", f.path, "': a read error after ", offset_ + had + got, " bytes");
   bytes_read_ += got;
   return got > 0 && got == want && want < left;
 }
@@ -198,7 +210,7 @@ void TextStream::recycle(std::string&& buffer) {
 }
 
 void TextStream::check_utf8(const Chunk& c, size_t bad) const {
-  TF_CHECK_INPUT(bad == std::string::npos, "'", files_[c.file].path.string(), "' is not valid UTF-8: byte offset ",
+  TF_CHECK_INPUT(bad == std::string::npos, "'", files_[c.file].path, "' is not valid UTF-8: byte offset ",
                  c.offset + bad, " (byte 0x", std::hex, static_cast<int>(static_cast<unsigned char>(c.text[bad])), ")");
 }
 
@@ -219,7 +231,7 @@ std::optional<TextStream::Chunk> TextStream::next() {
     const SourceFile& f = files_[file_];
     const uint64_t read = offset_ + pending_.size();
     const auto changed = source_change(f);
-    TF_CHECK_INPUT(!changed && read == std::min(f.end, f.size), "'", f.path.string(), "' ",
+    TF_CHECK_INPUT(!changed && read == std::min(f.end, f.size), "'", f.path, "' ",
                    changed.value_or("ended after " + std::to_string(read) + " bytes, was " + std::to_string(f.size)),
                    " while it was being read: preparation reads a stable corpus; run it again");
     Chunk last = take(pending_.size(), true);

@@ -21,7 +21,8 @@
 namespace tf::data {
 
 struct SourceFile {
-  std::filesystem::path path;
+  std::string path;  // absolute (a string: a corpus may list 100,000 files, and an fs::path keeps
+                     // a list of its components besides its text)
   uint64_t size = 0;
   int64_t mtime_ns = 0;  // last modification, nanoseconds since the epoch
   uint64_t begin = 0, end = UINT64_MAX;  // the bytes TextStream reads: [begin, min(end, size))

@@ -216,7 +216,7 @@ TEST(Sources, FoldersAndGlobsResolveSortedSkippingHiddenNames) {
     write_file(dir / f, "int x;\n");
   const auto names = [&](const std::vector<SourceFile>& files) {
     std::vector<std::string> out;
-    for (const auto& f : files) out.push_back(f.path.lexically_relative(dir.path()).string());
+    for (const auto& f : files) out.push_back(fs::path(f.path).lexically_relative(dir.path()).string());
     return out;
   };
   EXPECT_EQ(names(resolve_sources({(dir / "k").string()}, "key")),
