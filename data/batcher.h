@@ -26,6 +26,9 @@
 namespace tf::data {
 
 inline constexpr int32_t kIgnoreIndex = -100;  // a target the loss skips (PyTorch's convention)
+// Random batchers release a mapped file's pages every this many batches (Note [windows of a mapped
+// file] in batcher.cpp).
+inline constexpr int64_t kReleaseEvery = 2;
 
 struct BatcherState {
   uint64_t seed = 0, counter = 0;  // the Rng
@@ -64,6 +67,7 @@ class CausalBatcher {
   Rng rng_;
   int64_t cursor_ = 0;
   std::vector<int32_t> window_;  // (T + 1,) next()'s copy of one window
+  int64_t batches_since_release_ = 0;
 };
 
 // The ids a masked-LM batcher needs from its tokenizer.
@@ -118,6 +122,7 @@ class MaskedLmBatcher {
   std::vector<int32_t> ordinary_;  // the ids a random replacement is drawn from
   Rng rng_;
   int64_t cursor_ = 0;
+  int64_t batches_since_release_ = 0;
 };
 
 }  // namespace tf::data
