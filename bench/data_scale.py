@@ -4,7 +4,7 @@ peak RSS, and a training run's peak RSS (cold: preparing in-process; warm: mappi
 start to the first step, and its tokens per second, beside the same figures on Brown in the same
 process tree. Corpora are Brown's training text repeated to the size (or --linux's C sources).
 
-    bench/data_scale.py --sizes 6 268 2048 [--tokenizer char|bpe] [--linux data/linux] [--old OLD_BINARY]
+    bench/data_scale.py --sizes 6 268 2048 [--tokenizer char|bpe] [--linux ~/.cache/tapeformer/linux] [--old OLD_BINARY]
 
 --old runs a tapeformer built before token shards on Brown, side by side, for the tokens/s ratio.
 """
@@ -63,7 +63,8 @@ def main():
     parser.add_argument("--tokenizer", choices=["char", "bpe"], default="char")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--work", default="/tmp/tapeformer_data_scale")
-    parser.add_argument("--brown", default=os.path.join(ROOT, "data/brown/train.txt"))
+    root = os.environ.get("TAPEFORMER_DATA") or os.path.expanduser("~/.cache/tapeformer")  # data/root.h
+    parser.add_argument("--brown", default=os.path.join(root, "brown/train.txt"))
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     recipe = os.path.join(ROOT, "recipes/gpt_brown_char.yaml")

@@ -40,7 +40,7 @@ def child(argv):
 
 
 def train_args(build, work, name, seq_len, layers, recompute, split):
-    sets = {"data.brown_dir": os.path.join(ROOT, "data", "brown"), "data.cache_dir": os.path.join(work, "cache"),
+    sets = {"data.cache_dir": os.path.join(work, "cache"),
             "checkpoint.dir": os.path.join(work, name), "model.position": "rope", "model.n_layers": layers,
             "model.max_seq_len": seq_len, "data.seq_len": seq_len, "train.batch_size": 1, "train.steps": 2,
             "schedule.warmup_steps": 0, "eval.interval": 0, "sample.tokens": 0, "log.report": "false",

@@ -4,7 +4,7 @@ evaluated as `tapeformer eval --text` evaluates (issue 20: quality parity). torc
 runs it; the switches swap one part for tapeformer's own, so an ablation changes one thing.
 
     /usr/bin/python3 bench/torch_twin.py --brown recipes/gpt_brown_char.yaml --seed 1 \\
-        --brown-dir data/brown --threads 2 [--init philox] [--windows philox] [--decay-embeddings]
+        --brown-dir ~/.cache/tapeformer/brown --threads 2 [--init philox] [--windows philox] [--decay-embeddings]
     /usr/bin/python3 bench/torch_twin.py --brown recipes/gpt_brown_char.yaml --from-checkpoint CKPT \\
         --steps 20 --compare-to RUN_FOLDER                   # step for step against tapeformer
 
@@ -45,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULTS = {
     "model": {"arch": "gpt", "max_seq_len": 256, "d_model": 128, "n_layers": 4, "n_heads": 4, "position": "learned",
               "dropout": 0.0, "tie_embeddings": True, "init_std": 0.02},
-    "data": {"corpus": "brown", "tokenizer": "char", "seq_len": 128, "brown_dir": "data/brown"},
+    "data": {"corpus": "brown", "tokenizer": "char", "seq_len": 128, "brown_dir": ""},
     "optim": {"name": "adamw", "lr": 0.001, "beta1": 0.9, "beta2": 0.99, "eps": 1e-8, "weight_decay": 0.1,
               "decay_biases_and_norms": False, "decay_embeddings": False},
     "schedule": {"kind": "cosine", "warmup_steps": 100, "min_lr": 1e-4},
@@ -54,6 +54,16 @@ DEFAULTS = {
 SUPPORTED = {"model": {"arch": "gpt", "position": "learned", "dropout": 0.0, "tie_embeddings": True},
              "data": {"tokenizer": "char"}, "optim": {"name": "adamw"}, "train": {"grad_accum": 1}}
 
+
+
+def data_root(configured=""):
+    """The data root as tapeformer finds it (data/root.h): data.root, TAPEFORMER_DATA, XDG, ~/.cache."""
+    if configured:
+        return configured
+    if os.environ.get("TAPEFORMER_DATA"):
+        return os.environ["TAPEFORMER_DATA"]
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return os.path.join(xdg if os.path.isabs(xdg) else os.path.expanduser("~/.cache"), "tapeformer")
 
 def load_recipe(path, overrides=()):
     """The recipe over DEFAULTS (keys outside DEFAULTS are left to tapeformer: eval, log, ...)."""
@@ -260,7 +270,7 @@ def run_brown(a, make_model):
     r = load_recipe(a.brown, a.set or [])
     seed = a.seed if a.seed is not None else r["train"]["seed"]
     r["train"]["seed"] = seed
-    brown = a.brown_dir or r["data"]["brown_dir"]
+    brown = a.brown_dir or r["data"]["brown_dir"] or os.path.join(data_root(r["data"].get("root", "")), "brown")
     with open(os.path.join(brown, "train.txt"), encoding="utf-8") as f:
         train_text = f.read()
     with open(os.path.join(brown, "val.txt"), encoding="utf-8") as f:

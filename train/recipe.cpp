@@ -13,11 +13,17 @@
 #include <set>
 #include <sstream>
 
+#include "data/root.h"
 #include "framework/looked_for.h"
 #include "train/recipe_inert.h"
 #include "train/recipe_schema.h"
 
 namespace tf::train {
+
+std::filesystem::path DataConfig::root_folder() const { return data::data_root(root); }
+std::filesystem::path DataConfig::brown_folder() const { return brown_dir.empty() ? root_folder() / "brown" : std::filesystem::path(brown_dir); }
+std::filesystem::path DataConfig::linux_folder() const { return root_folder() / "linux"; }
+std::filesystem::path DataConfig::cache_folder() const { return cache_dir.empty() ? root_folder() / "shards" : std::filesystem::path(cache_dir); }
 
 std::optional<double> parse_duration(std::string_view text) {
   if (text.empty() || text == "0" || text == "none") return 0.0;
@@ -205,13 +211,16 @@ class Binder {
     check(m.arch != layers::Architecture::bert || r.data.seq_len >= 3, "data.seq_len",
           "data.seq_len must be at least 3 for a BERT ([CLS], one token, [SEP])", {"model.arch"});
     check(r.data.corpus != "files" || !r.data.train_path.empty(), "data.corpus",
-          "data.corpus is 'files' but data.train_path is empty: name a UTF-8 text file or folder", {"data.train_path"});
-    check(r.data.corpus != "brown" || r.data.train_path.empty(), "data.train_path",
-          "data.train_path is set but data.corpus is 'brown': set data.corpus: files to train on your own text",
+          "data.corpus is 'files' but data.train_path is empty: name UTF-8 text files, folders or globs",
+          {"data.train_path"});
+    check(r.data.corpus == "files" || r.data.train_path.empty(), "data.train_path",
+          "data.train_path is set but data.corpus is '" + r.data.corpus +
+              "': set data.corpus: files to train on your own text",
           {"data.corpus"});
-    check(r.data.corpus != "brown" || r.data.val_path.empty(), "data.val_path",
-          "data.val_path is set but data.corpus is 'brown' (which has its own validation split): set data.corpus: "
-          "files to use your own text", {"data.corpus"});
+    check(r.data.corpus == "files" || r.data.val_path.empty(), "data.val_path",
+          "data.val_path is set but data.corpus is '" + r.data.corpus +
+              "' (which has its own validation split): set data.corpus: files to use your own text",
+          {"data.corpus"});
     check(m.arch != layers::Architecture::gpt || r.sample.tokens == 0 || !r.sample.prompt.empty(), "sample.prompt",
           "sample.prompt is empty: the sample printed after training continues it; give it some text, or set "
           "sample.tokens: 0", {"sample.tokens", "model.arch"});
@@ -321,12 +330,14 @@ class Binder {
     if (!field) return error(at, "unknown key '" + key + "'" + did_you_mean(key));
     std::string text;  // what the field's setter reads
     if (field->is_list && value.IsSequence()) {
+      YAML::Emitter flow;  // "[4, 3, 2]"; an item with a comma or a bracket is quoted
+      flow << YAML::Flow << YAML::BeginSeq;
       for (const YAML::Node& item : value) {
         if (!item.IsScalar())
           return refuse(key, at, "key '" + key + "' expects " + article(field->type) + ", got a nested value");
-        text += (text.empty() ? "" : ", ") + item.Scalar();
+        flow << item.Scalar();
       }
-      text = "[" + text + "]";
+      text = std::string((flow << YAML::EndSeq).c_str());
     } else if (value.IsScalar()) {
       text = value.Scalar();
     } else if (value.IsNull() && field->is_string) {
@@ -427,14 +438,10 @@ std::string Recipe::to_yaml() const {
       open_section = section;
     }
     out << YAML::Key << f.key.substr(f.key.find('.') + 1) << YAML::Value;
-    if (f.is_list) {
+    const std::string value = f.get(*this);
+    if (f.is_list && value.rfind('[', 0) == 0) {
       out << YAML::Flow << YAML::BeginSeq;
-      const std::string list = f.get(*this), items = list.substr(1, list.size() - 2);  // inside [ ]
-      for (size_t at = 0; at < items.size();) {
-        const size_t comma = std::min(items.find(", ", at), items.size());
-        out << items.substr(at, comma - at);
-        at = comma + 2;
-      }
+      for (const YAML::Node& item : YAML::Load(value)) out << item.Scalar();
       out << YAML::EndSeq;
     } else if (f.is_string)
       out << YAML::DoubleQuoted << f.get(*this);

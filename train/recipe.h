@@ -13,6 +13,7 @@
 //   std::string yaml = r.to_yaml();  // the resolved recipe, every key present
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,16 +25,23 @@
 namespace tf::train {
 
 struct DataConfig {
-  std::string corpus = "brown";      // "brown" (prepared from brown_dir) or "files"
-  std::string brown_dir = "data/brown";  // corpus: brown -> raw documents in <brown_dir>/raw (scripts/setup.sh)
-  std::string train_path;            // corpus: files -> a UTF-8 file or folder
-  std::string val_path;              // corpus: files -> optional; empty: last 10% of train
+  std::string corpus = "brown";      // "brown" or "linux" (installed by scripts/setup.sh), or "files"
+  std::string root;                  // "": $TAPEFORMER_DATA, else ~/.cache/tapeformer (data/root.h)
+  std::string brown_dir;             // corpus: brown -> raw documents in <brown_dir>/raw; "": <root>/brown
+  std::vector<std::string> train_path;  // corpus: files -> UTF-8 files, folders or globs
+  std::vector<std::string> val_path;    // corpus: files -> optional; empty: held out from train_path
   std::string tokenizer = "char";    // char | bpe
   int64_t bpe_vocab_size = 1024;     // tokenizer: bpe
   int64_t bpe_sample_mb = 64;        // tokenizer: bpe; the merges are learned from at most this much text
   int64_t seq_len = 128;             // tokens per training window
-  std::string cache_dir = "data/cache";
+  std::string cache_dir;             // the token shards; "": <root>/shards
   double mask_prob = 0.15;           // BERT: fraction of positions chosen for prediction
+
+  // The folders above with their defaults filled in (data/root.h).
+  std::filesystem::path root_folder() const;
+  std::filesystem::path brown_folder() const;
+  std::filesystem::path linux_folder() const;
+  std::filesystem::path cache_folder() const;
 };
 
 using optim::OptimConfig;  // optim/factory.h: the optim section, beside the table of optimizers

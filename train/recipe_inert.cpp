@@ -72,7 +72,7 @@ std::vector<Rule> rules(const Recipe& r) {
        "data.tokenizer is " + r.data.tokenizer + "; remove the key, or set data.tokenizer: bpe"},
       {{"data.mask_prob"}, gpt, "model.arch is gpt, and only a BERT masks positions to predict; remove the key"},
       {{"data.brown_dir"}, r.data.corpus != "brown",
-       "data.corpus is " + r.data.corpus + ", which reads data.train_path; remove the key"},
+       "data.corpus is " + r.data.corpus + ", which does not read the Brown corpus; remove the key"},
       {{"optim.beta1", "optim.beta2", "optim.eps"}, r.optim.name == "sgd",
        "optim.name is sgd, and only Adam and AdamW read it; remove the key"},
       {{"optim.momentum"}, r.optim.name != "sgd",

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include <yaml-cpp/yaml.h>
+
 namespace tf::train {
 
 namespace {
@@ -134,6 +136,43 @@ Field text(std::string key, std::string meaning, Ref ref) {
           [ref](Recipe& r, const std::string& s) { ref(r) = s; }};
 }
 
+// Paths: one written as a string, or a YAML list of them ("[a.txt, 'b, c.txt']"; --set takes the same
+// flow form). Got as the path alone when there is one, else as a YAML flow list; "" when empty.
+template <class Ref>
+Field path_list(std::string key, std::string meaning, Ref ref) {
+  const std::string type = "path or list of paths";
+  Field f{key, type, meaning, true,
+          [ref](const Recipe& r) -> std::string {
+            const std::vector<std::string>& paths = ref(const_cast<Recipe&>(r));
+            if (paths.size() <= 1) return paths.empty() ? "" : paths[0];
+            YAML::Emitter flow;
+            flow << YAML::Flow << YAML::BeginSeq;
+            for (const std::string& p : paths) flow << p;
+            return (flow << YAML::EndSeq).c_str();
+          },
+          [ref, type](Recipe& r, const std::string& s) {
+            std::vector<std::string> paths;
+            if (s.rfind('[', 0) != 0) {
+              if (!s.empty()) paths.push_back(s);
+            } else {
+              YAML::Node list;
+              try {
+                list = YAML::Load(s);
+              } catch (const YAML::Exception&) {
+                throw BadValue{"a " + type + " (a list is written [a.txt, b.txt])"};
+              }
+              if (!list.IsSequence()) throw BadValue{"a " + type + " (a list is written [a.txt, b.txt])"};
+              for (const YAML::Node& item : list) {
+                if (!item.IsScalar() || item.Scalar().empty()) throw BadValue{"a " + type + ", each a non-empty string"};
+                paths.push_back(item.Scalar());
+              }
+            }
+            ref(r) = paths;
+          }};
+  f.is_list = true;
+  return f;
+}
+
 // One of a fixed set of names, stored as the value paired with the name.
 template <class Ref, class T>
 Field choice(std::string key, std::string meaning, Ref ref, std::vector<std::pair<std::string, T>> options) {
@@ -221,17 +260,18 @@ std::vector<Field> make_fields() {
       integer("model.n_segments", "must be 0: BERT segment embeddings need sentence-pair batches, which no batcher makes (kept so older recipes and checkpoints read)", REF(model.n_segments), 0, 16),
       number("model.init_std", "standard deviation of the normal initialisation of weights", REF(model.init_std), 0.0, 1.0, true),
 
-      choice("data.corpus", "brown (the Brown corpus, prepared by setup) or files (train_path / val_path)", REF(data.corpus),
-             same_names<std::string>({"brown", "files"})),
-      text("data.train_path", "corpus files: UTF-8 text to train on: a file, a folder (every file under it) or a glob (*, ?, [...], **); docs/data.md", REF(data.train_path)),
-      text("data.val_path", "corpus files: validation text, in the same forms; empty: held out from train_path (every tenth file of ten or more, else the last 10%)", REF(data.val_path)),
+      choice("data.corpus", "brown (the Brown corpus) or linux (the Linux kernel's C sources), both installed by scripts/setup.sh, or files (train_path / val_path)", REF(data.corpus),
+             same_names<std::string>({"brown", "linux", "files"})),
+      text("data.root", "folder of the installed corpora and the token shards; empty: $TAPEFORMER_DATA, else ~/.cache/tapeformer (docs/data.md)", REF(data.root)),
+      path_list("data.train_path", "corpus files: UTF-8 text to train on: a file, a folder (every file under it) or a glob (*, ?, [...], **), or a list of them; docs/data.md", REF(data.train_path)),
+      path_list("data.val_path", "corpus files: validation text, in the same forms; empty: held out from train_path (every tenth file of ten or more, else the last 10%)", REF(data.val_path)),
       choice("data.tokenizer", "char (UTF-8 characters) or bpe (byte-level BPE trained on the corpus)", REF(data.tokenizer),
              same_names<std::string>({"char", "bpe"})),
       integer("data.bpe_vocab_size", "tokenizer bpe: vocabulary size including the 256 bytes", REF(data.bpe_vocab_size), 260, 1 << 20),
       integer("data.bpe_sample_mb", "tokenizer bpe: megabytes of the training text the merges are learned from (a sample spread over it; docs/data.md)", REF(data.bpe_sample_mb), 1, 1 << 20),
       integer("data.seq_len", "tokens per training window; at most model.max_seq_len", REF(data.seq_len), 1, 1 << 20),
-      text("data.cache_dir", "folder of the prepared token shards (docs/data.md); deleting it costs one preparation", REF(data.cache_dir)),
-      text("data.brown_dir", "corpus brown: the folder setup fills (raw documents in <brown_dir>/raw; the split is written beside them)", REF(data.brown_dir)),
+      text("data.cache_dir", "folder of the prepared token shards (docs/data.md); empty: <data root>/shards; deleting it costs one preparation", REF(data.cache_dir)),
+      text("data.brown_dir", "corpus brown: the folder setup fills (raw documents in <brown_dir>/raw; the split is written beside them); empty: <data root>/brown", REF(data.brown_dir)),
       number("data.mask_prob", "BERT: fraction of positions chosen for prediction", REF(data.mask_prob), 0.0, 1.0, true),
 
       choice("optim.name", "optimizer", REF(optim.name), same_names<std::string>(optim::optimizer_names())),

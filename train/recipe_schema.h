@@ -18,7 +18,7 @@ struct Field {
   std::function<std::string(const Recipe&)> get;
   // Parses a YAML scalar into the recipe; throws BadValue naming what was expected.
   std::function<void(Recipe&, const std::string&)> set;
-  bool is_list = false;    // a YAML list of integers, get as "[4, 3, 2]", set from that or "4, 3, 2"
+  bool is_list = false;    // a YAML list: set from its flow form "[4, 3, 2]" (integers also "4, 3, 2")
 };
 
 struct BadValue {

@@ -12,7 +12,7 @@ namespace tf::train {
 namespace {
 
 // Keys a run can continue with: they change what happens from here on, not what the checkpoint holds
-// or how its state is to be read. Everything else (model.*, data.* but the cache, train.batch_size,
+// or how its state is to be read. Everything else (model.*, data.* but the cache and the data root, train.batch_size,
 // train.grad_accum, train.seed, the optimizer's kind, betas, eps, weight decay, ...) would make the
 // run something its checkpoint is not.
 bool continuable(const std::string& key) {
@@ -20,7 +20,7 @@ bool continuable(const std::string& key) {
     if (key.rfind(prefix, 0) == 0) return true;
   for (const char* exact : {"train.steps", "train.threads", "train.anomaly", "train.deterministic", "train.time_budget",
                             "train.sequence_parallel", "train.recompute",
-                            "optim.lr", "data.cache_dir"})
+                            "optim.lr", "data.cache_dir", "data.root"})
     if (key == exact) return true;
   return false;
 }

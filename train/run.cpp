@@ -4,6 +4,8 @@
 #include "data/bpe_tokenizer.h"
 #include "data/brown.h"
 #include "data/char_tokenizer.h"
+#include "data/root.h"
+#include "framework/looked_for.h"
 #include "optim/factory.h"
 
 namespace tf::train {
@@ -16,13 +18,22 @@ data::PreparedCorpus prepare_recipe_corpus(const DataConfig& d, layers::Architec
                                            const data::Tokenizer* given, bool write, std::ostream* progress) {
   data::CorpusSpec corpus;
   if (d.corpus == "brown") {
-    const std::filesystem::path brown = d.brown_dir;
+    const std::filesystem::path brown = d.brown_folder();
     const data::BrownSplits splits = data::prepare_brown(brown / "raw", brown);
     corpus.train_paths = {splits.train.string()};
     corpus.val_paths = {splits.val.string()};
+  } else if (d.corpus == "linux") {
+    // scripts/setup.sh renames the unpacked tree into place whole, with .complete in it.
+    const std::filesystem::path linux = d.linux_folder();
+    std::error_code ec;
+    TF_CHECK_INPUT(std::filesystem::is_regular_file(linux / ".complete", ec),
+                   "data.corpus linux: no Linux sources at '", linux.string(), "' (", looked_for(linux),
+                   "): run `scripts/setup.sh --corpus linux` to unpack them (1.2 GB), or set data.root (",
+                   data::data_root_origin(d.root), " is ", d.root_folder().string(), ")");
+    corpus.train_paths = {linux.string()};
   } else {
-    corpus.train_paths = {d.train_path};
-    if (!d.val_path.empty()) corpus.val_paths = {d.val_path};
+    corpus.train_paths = d.train_path;
+    corpus.val_paths = d.val_path;
   }
   data::TokenizerSpec tokenizer;
   tokenizer.kind = d.tokenizer;
@@ -31,18 +42,26 @@ data::PreparedCorpus prepare_recipe_corpus(const DataConfig& d, layers::Architec
   if (arch == layers::Architecture::bert) tokenizer.specials = kBertSpecials;
   tokenizer.given = given;
   data::PrepareOptions options;
-  options.cache_dir = d.cache_dir;
+  options.cache_dir = d.cache_folder();
   options.write = write;
   options.progress = progress;
   return data::prepare_corpus(corpus, tokenizer, options);
 }
 
+std::string quoted_paths(const std::vector<std::string>& paths) {
+  std::string out;
+  for (const std::string& p : paths) out += (out.empty() ? "'" : ", '") + p + "'";
+  return paths.size() > 1 ? "[" + out + "]" : out;
+}
+
 std::string corpus_description(const DataConfig& d, const data::PreparedCorpus& corpus) {
   if (d.corpus == "brown") {
-    const std::filesystem::path brown = d.brown_dir;
+    const std::filesystem::path brown = d.brown_folder();
     return "Brown corpus (" + (brown / "train.txt").string() + ", " + (brown / "val.txt").string() + ")";
   }
-  return d.train_path + (d.val_path.empty() ? "" : ", validation " + d.val_path) + ": " + corpus.description;
+  if (d.corpus == "linux") return "Linux kernel C sources (" + d.linux_folder().string() + "): " + corpus.description;
+  return quoted_paths(d.train_path) + (d.val_path.empty() ? "" : ", validation " + quoted_paths(d.val_path)) + ": " +
+         corpus.description;
 }
 
 Batches::Batches(const Recipe& r, const data::Tokenizer& tokenizer, data::Tokens ids, uint64_t seed,

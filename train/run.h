@@ -23,15 +23,17 @@
 namespace tf::train {
 
 // The recipe's corpus as token shards, prepared on first use and mapped after (data/prepare.h):
-// Brown's split files (prepared from brown_dir first), or data.train_path / data.val_path. `given`
+// Brown's split files (prepared from brown_dir first), the Linux sources, or data.train_path / data.val_path. `given`
 // is the tokenizer of a checkpoint being resumed, fine-tuned or evaluated (its embedding rows are
 // those ids); else one is trained, and a BERT's gets [PAD] [MASK] [CLS] [SEP]. `write` false (train
 // --dry-run) writes nothing: existing shards are used, else the ids are only counted. Missing data is
 // an InputError that says how to get it.
 data::PreparedCorpus prepare_recipe_corpus(const DataConfig& data, layers::Architecture arch,
                                            const data::Tokenizer* given, bool write, std::ostream* progress);
-// "Brown corpus (data/brown/train.txt, data/brown/val.txt)" or the files' description.
+// "Brown corpus (<root>/brown/train.txt, <root>/brown/val.txt)" or the files' description.
 std::string corpus_description(const DataConfig& data, const data::PreparedCorpus& corpus);
+// Paths as messages name them: 'a.txt', or ['a.txt', 'b/'] for more than one.
+std::string quoted_paths(const std::vector<std::string>& paths);
 
 // One batch in the form every model takes: (B, T) ids and targets (-100: no loss), and for BERT
 // the (B, T) key-padding mask (1 real, 0 padding).

@@ -60,16 +60,18 @@ struct LoopScope {
 // Validation: sequential batches over the validation ids (the same ones every time).
 // Where the validation text came from, for messages.
 std::string validation_source(const DataConfig& d) {
-  if (d.corpus == "brown") return (std::filesystem::path(d.brown_dir) / "val.txt").string();
-  if (!d.val_path.empty()) return "data.val_path '" + d.val_path + "'";
-  return "the last 10% of data.train_path '" + d.train_path + "'";
+  if (d.corpus == "brown") return (d.brown_folder() / "val.txt").string();
+  if (d.corpus == "linux") return "every tenth file of " + d.linux_folder().string();
+  if (!d.val_path.empty()) return "data.val_path " + quoted_paths(d.val_path);
+  return "the last 10% of data.train_path " + quoted_paths(d.train_path);
 }
 
 // Where the training text came from, for messages.
 std::string training_source(const DataConfig& d) {
-  if (d.corpus == "brown") return (std::filesystem::path(d.brown_dir) / "train.txt").string();
-  if (!d.val_path.empty()) return "data.train_path '" + d.train_path + "'";
-  return "the first 90% of data.train_path '" + d.train_path + "'";
+  if (d.corpus == "brown") return (d.brown_folder() / "train.txt").string();
+  if (d.corpus == "linux") return d.linux_folder().string();
+  if (!d.val_path.empty()) return "data.train_path " + quoted_paths(d.train_path);
+  return "the first 90% of data.train_path " + quoted_paths(d.train_path);
 }
 
 // Both texts must hold one window of data.seq_len + 1 tokens (a GPT's input and its shifted target;
@@ -180,7 +182,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
   // Everything about the run folder and the checkpoints is checked before the data is read: first
   // that the folders the run writes can be created (train/output_path.h).
   check_output_folder(options.branch ? "train --branch" : "checkpoint.dir", dir);
-  if (!options.dry_run) check_output_folder("data.cache_dir", recipe.data.cache_dir);
+  if (!options.dry_run) check_output_folder("data.cache_dir", recipe.data.cache_folder());
   std::optional<fs::path> resume_from;
   if (options.resume)
     resume_from = options.resume->empty() ? resume_checkpoint(given.checkpoint.dir) : fs::path(*options.resume);

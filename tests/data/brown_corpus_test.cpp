@@ -8,6 +8,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/brown.h"
+#include "data/root.h"
 #include "data/char_tokenizer.h"
 #include "data/prepare.h"
 #include "data/text.h"
@@ -16,7 +17,7 @@
 namespace tf::data {
 namespace {
 
-const std::filesystem::path kRaw = std::filesystem::path(TAPEFORMER_SOURCE_DIR) / "data/brown/raw";
+const std::filesystem::path kRaw = data_root("") / "brown/raw";  // scripts/setup.sh --corpus
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -51,6 +51,55 @@ TEST(PrepareCommand, TrainMapsWhatPrepareMadeAndLlmcFilesHoldTheSameIds) {
   EXPECT_NE(missing.err.find("data.train_path: '"), std::string::npos) << missing.err;
 }
 
+TEST(PrepareCommand, AListOfPathsIsOneCorpusAndTheDataRootHoldsTheShards) {
+  tf::testing::RunTempDir tmp;
+  const fs::path a = tmp.path() / "a.txt", b = tmp.path() / "more/b, with a comma.txt", root = tmp.path() / "root";
+  fs::create_directories(b.parent_path());
+  tf::testing::write_file(a, tf::testing::english_text(20000, 1));
+  tf::testing::write_file(b, tf::testing::english_text(30000, 2));
+  const std::vector<std::string> args = {"prepare", tf::testing::source_path("recipes/tiny_gpt.yaml"), "--set",
+                                         "data.corpus=files", "--set",
+                                         "data.train_path=[" + a.string() + ", \"" + b.string() + "\"]"};
+  {
+    // No data.cache_dir: the shards go to <data root>/shards, the root from TAPEFORMER_DATA.
+    const tf::testing::EnvGuard env("TAPEFORMER_DATA", root.string());
+    const auto prepared = tf::testing::run_command(args, tmp.path());
+    ASSERT_EQ(prepared.code, 0) << prepared.err;
+    EXPECT_NE(prepared.out.find("2 files"), std::string::npos) << prepared.out;
+    EXPECT_NE(prepared.out.find("shards       " + (root / "shards").string() + "/"), std::string::npos) << prepared.out;
+  }
+  // The two files are the corpus: the char tokenizer gives one id per character (the text is ASCII)
+  // of both, joined by a line break (the cut into training and validation text may take one).
+  fs::path folder;
+  for (const auto& entry : fs::directory_iterator(root / "shards")) folder = entry.path();
+  const data::TokenFile train = data::open_token_file(folder / "train.tokens");
+  const data::TokenFile val = data::open_token_file(folder / "val.tokens");
+  const int64_t both = static_cast<int64_t>(fs::file_size(a) + fs::file_size(b));
+  EXPECT_GE(train.tokens.size() + val.tokens.size(), both);
+  EXPECT_LE(train.tokens.size() + val.tokens.size(), both + 1);
+  EXPECT_GT(val.tokens.size(), both / 20);
+
+  // data.root in the recipe wins over the environment.
+  std::vector<std::string> with_root = args;
+  with_root.insert(with_root.end(), {"--set", "data.root=" + (tmp.path() / "other").string()});
+  const tf::testing::EnvGuard env("TAPEFORMER_DATA", root.string());
+  const auto other = tf::testing::run_command(with_root, tmp.path());
+  ASSERT_EQ(other.code, 0) << other.err;
+  EXPECT_TRUE(fs::is_directory(tmp.path() / "other/shards")) << other.out;
+}
+
+TEST(PrepareCommand, TheLinuxCorpusMissingFromTheDataRootSaysHowToInstallIt) {
+  tf::testing::RunTempDir tmp;
+  const auto missing = tf::testing::run_command(
+      {"prepare", tf::testing::source_path("recipes/gpt_linux_c.yaml"), "--set", "data.root=" + tmp.path().string()},
+      tmp.path());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("data.corpus linux: no Linux sources at '" + (tmp.path() / "linux").string() + "'"),
+            std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("scripts/setup.sh --corpus linux"), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "shards"));
+}
+
 TEST(PrepareCommand, AFullDiskLeavesNoShardThatLooksComplete) {
   tf::testing::RunTempDir tmp;
   const fs::path text = tmp.path() / "text.txt", cache = tmp.path() / "cache";

@@ -213,6 +213,31 @@ TEST(Recipe, HeadsPerLayerIsAListFromYamlOrSetAndRoundTrips) {
                  {"cannot be used with model.position alibi"});
 }
 
+TEST(Recipe, TrainPathIsOnePathOrAListFromYamlOrSetAndRoundTrips) {
+  const std::string one = "data:\n  corpus: files\n  train_path: corpus/a.txt\n";
+  EXPECT_EQ(parse_recipe(one, "one.yaml").data.train_path, (std::vector<std::string>{"corpus/a.txt"}));
+  // A path with a comma stays whole when written alone, and when quoted in a list.
+  EXPECT_EQ(parse_recipe("data:\n  corpus: files\n  train_path: a, b.txt\n", "c.yaml").data.train_path,
+            (std::vector<std::string>{"a, b.txt"}));
+  const std::string list = "data:\n  corpus: files\n  train_path: [a.txt, 'b, c.txt', 'books/**/*.txt']\n"
+                           "  val_path:\n    - v1.txt\n    - v2/\n";
+  const Recipe r = parse_recipe(list, "list.yaml");
+  EXPECT_EQ(r.data.train_path, (std::vector<std::string>{"a.txt", "b, c.txt", "books/**/*.txt"}));
+  EXPECT_EQ(r.data.val_path, (std::vector<std::string>{"v1.txt", "v2/"}));
+  const Recipe again = parse_recipe(r.to_yaml(), "resolved.yaml");
+  EXPECT_EQ(again.data.train_path, r.data.train_path);
+  EXPECT_EQ(again.data.val_path, r.data.val_path);
+  EXPECT_NE(parse_recipe(one, "one.yaml").to_yaml().find("train_path: \"corpus/a.txt\""), std::string::npos);
+  EXPECT_EQ(parse_recipe(one, "one.yaml", {"data.train_path=[x.txt, \"y,z.txt\"]"}).data.train_path,
+            (std::vector<std::string>{"x.txt", "y,z.txt"}));
+  EXPECT_TRUE(parse_recipe(one, "one.yaml", {"data.val_path="}).data.val_path.empty());
+  expect_refused("data:\n  corpus: files\n  train_path: [a.txt, [b.txt]]\n",
+                 {"bad.yaml:3:3", "data.train_path", "path or list of paths", "nested"});
+  expect_refused("data:\n  corpus: files\n  train_path: [a.txt, '']\n", {"bad.yaml:3:3", "each a non-empty string"});
+  expect_refused("data:\n  corpus: linux\n  train_path: [a.txt]\n",
+                 {"data.train_path is set but data.corpus is 'linux'"});
+}
+
 TEST(Recipe, MixerIsAPatternOfNamesAndRefusesWhatItsLayersCannotTake) {
   const std::string text = "model:\n  n_layers: 4\n  mixer: [attention, linear]\n";
   const Recipe r = parse_recipe(text, "hybrid.yaml");

@@ -1,10 +1,11 @@
 // Every shipped recipe (recipes/*.yaml) parses and dry-runs: on the Brown corpus when
-// data/brown/raw is present, else on a generated text via data.corpus=files (the output says
+// the data root holds brown/raw (scripts/setup.sh --corpus), else on a generated text via data.corpus=files (the output says
 // which). And docs/recipes.md mentions every key of train::recipe_keys().
 #include <gtest/gtest.h>
 
 #include <regex>
 
+#include "data/root.h"
 #include "train/run_fixture.h"
 #include "train/trainer.h"
 
@@ -29,16 +30,16 @@ TEST(Recipes, EveryShippedRecipeParsesAndDryRuns) {
   const std::vector<fs::path> recipes = shipped_recipes();
   ASSERT_GE(recipes.size(), 5u);
   tf::testing::RunTempDir tmp;
-  const fs::path brown_raw = source_path("data/brown/raw");
+  const fs::path brown_raw = tf::data::data_root("") / "brown/raw";
   const bool brown = fs::is_directory(brown_raw);
-  // Brown: run from a folder whose data/brown/raw points at the source tree's, so the prepared
-  // splits land in the temporary folder. Without it: a generated text instead.
-  // Recipes of other corpora (gpt_linux_c.yaml: scripts/setup.sh --corpus linux) dry-run on it too.
+  // Brown: data.brown_dir is a temporary folder whose raw/ points at the installed corpus, so the
+  // prepared splits land there. Without it: a generated text instead. Recipes of other corpora
+  // (gpt_linux_c.yaml: scripts/setup.sh --corpus linux) dry-run on it too.
   const fs::path text = tmp / "text.txt";
   tf::testing::write_file(text, tf::testing::english_text(20000));
   if (brown) {
-    fs::create_directories(tmp / "data/brown");
-    fs::create_directory_symlink(brown_raw, tmp / "data/brown/raw");
+    fs::create_directories(tmp / "brown");
+    fs::create_directory_symlink(brown_raw, tmp / "brown/raw");
   }
   std::cout << "[ info ] dry runs on "
             << (brown ? "the Brown corpus (" + brown_raw.string() + ")"
@@ -50,9 +51,13 @@ TEST(Recipes, EveryShippedRecipeParsesAndDryRuns) {
     const std::string name = file.stem().string();
     std::vector<std::string> overrides = {"checkpoint.dir=" + (tmp / ("run_" + name)).string(),
                                           "data.cache_dir=" + (tmp / "cache").string()};
-    if (!brown || read_file(file).find("corpus: files") != std::string::npos) {
+    const std::string yaml = read_file(file);
+    const bool own_corpus = yaml.find("corpus: files") != std::string::npos || yaml.find("corpus: linux") != std::string::npos;
+    if (!brown || own_corpus) {
       overrides.push_back("data.corpus=files");
       overrides.push_back("data.train_path=" + text.string());
+    } else {
+      overrides.push_back("data.brown_dir=" + (tmp / "brown").string());
     }
     Recipe recipe;
     ASSERT_NO_THROW(recipe = load_recipe(file.string(), overrides));

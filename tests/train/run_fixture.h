@@ -10,6 +10,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/env_guard.h"
 #include "support/temp_dir.h"
 #include "train/recipe.h"
 

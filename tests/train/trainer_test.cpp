@@ -10,6 +10,7 @@
 #include <csignal>
 #include <regex>
 
+#include "data/root.h"
 #include "framework/random.h"
 #include "train/checkpoint.h"
 #include "train/run.h"
@@ -203,7 +204,7 @@ TEST_F(Trainer, RunFolderHoldsTheRecipeAndOneMetricsRecordPerLoggedStep) {
   const Recipe back = parse_recipe(read_file(dir / "recipe.yaml"), "recipe.yaml");
   EXPECT_EQ(back.to_yaml(), r.to_yaml());
   EXPECT_EQ(back.train.steps, 10);
-  EXPECT_EQ(back.data.train_path, text_.string());
+  EXPECT_EQ(back.data.train_path, std::vector<std::string>{text_.string()});
 
   const auto metrics = read_metrics(dir / "metrics.jsonl");
   ASSERT_EQ(metrics.size(), 10u);
@@ -327,45 +328,54 @@ TEST_F(Trainer, TrainingWindowsDrawFromAStreamOfTheirOwn) {
 }
 
 TEST_F(Trainer, MissingBrownCorpusNamesTheSetupCommandThePathAndTheKey) {
-  const fs::path empty = tmp_ / "elsewhere";
+  const fs::path empty = tmp_ / "elsewhere";  // a data root without the corpus
   fs::create_directories(empty);
-  // The shipped recipe as it is (data.corpus: brown), from a folder without data/brown.
+  // The shipped recipe as it is (data.corpus: brown).
   const std::string yaml = read_file(tf::testing::source_path("recipes/tiny_gpt.yaml"));
-  const Recipe r = parse_recipe(yaml, "tiny_gpt.yaml", {"checkpoint.dir=" + (tmp_ / "run").string()});
-  ASSERT_EQ(r.data.corpus, "brown");
-  std::string message;
-  {
-    const CwdGuard cwd(empty);
-    ASSERT_FALSE(fs::exists("data/brown"));
+  const auto message_of = [&](const std::vector<std::string>& sets) {
+    std::vector<std::string> all = {"checkpoint.dir=" + (tmp_ / "run").string()};
+    all.insert(all.end(), sets.begin(), sets.end());
+    const Recipe r = parse_recipe(yaml, "tiny_gpt.yaml", all);
+    EXPECT_EQ(r.data.corpus, "brown");
     try {
       train(r, quiet_);
     } catch (const InputError& e) {
-      message = e.what();
+      return std::string(e.what());
     }
-  }
+    return std::string("no error");
+  };
+  std::string message = message_of({"data.root=" + empty.string()});
   EXPECT_NE(message.find("scripts/setup.sh --corpus"), std::string::npos) << message;
-  EXPECT_NE(message.find("data/brown/raw"), std::string::npos) << message;
-  // The absolute path tried, and the key that moves it.
-  EXPECT_NE(message.find("(" + (fs::canonical(empty) / "data/brown/raw").string() + ")"), std::string::npos) << message;
-  EXPECT_NE(message.find("or set data.brown_dir"), std::string::npos) << message;
+  EXPECT_NE(message.find("'" + (empty / "brown/raw").string() + "'"), std::string::npos) << message;
+  EXPECT_NE(message.find("or set data.brown_dir (or data.root, or TAPEFORMER_DATA)"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(tmp_ / "run"));
+  {
+    // A relative root starts from the current folder; the message names the absolute path tried.
+    const CwdGuard cwd(empty);
+    message = message_of({"data.root=relative"});
+    EXPECT_NE(message.find("(" + (fs::canonical(empty) / "relative/brown/raw").string() + ")"), std::string::npos)
+        << message;
+  }
 
-  // data.brown_dir finds the installed corpus from anywhere.
-  if (fs::exists(tf::testing::source_path("data/brown/raw"))) {
+  // The installed corpus is found from any folder: the default data root does not depend on it.
+  if (fs::exists(tf::data::data_root("") / "brown/raw/cr09")) {
     const CwdGuard cwd(empty);
     Recipe found = parse_recipe(yaml, "tiny_gpt.yaml",
                                 {"checkpoint.dir=" + (tmp_ / "run2").string(), "train.steps=1", "schedule.warmup_steps=0",
-                                 "eval.interval=0", "sample.tokens=0",
-                                 "data.brown_dir=" + tf::testing::source_path("data/brown")});
+                                 "eval.interval=0", "sample.tokens=0", "data.cache_dir=" + (tmp_ / "cache").string()});
     EXPECT_NO_THROW(train(found, quiet_));
   }
 
-  // The command: exit code 2 (bad input) and the same advice on stderr.
+  // The command: exit code 2 (bad input) and the same advice on stderr; TAPEFORMER_DATA moves the root.
   const std::vector<std::string> a = {"train", tf::testing::source_path("recipes/tiny_gpt.yaml"), "--set",
                                       "checkpoint.dir=" + (tmp_ / "run").string()};
-  EXPECT_EQ(tf::testing::run_tapeformer(a, tmp_ / "out.txt", tmp_ / "err.txt", empty), 2);
-  EXPECT_NE(read_file(tmp_ / "err.txt").find("scripts/setup.sh --corpus"), std::string::npos)
-      << read_file(tmp_ / "err.txt");
+  {
+    const tf::testing::EnvGuard root("TAPEFORMER_DATA", empty.string());
+    EXPECT_EQ(tf::testing::run_tapeformer(a, tmp_ / "out.txt", tmp_ / "err.txt", empty), 2);
+  }
+  const std::string err = read_file(tmp_ / "err.txt");
+  EXPECT_NE(err.find("scripts/setup.sh --corpus"), std::string::npos) << err;
+  EXPECT_NE(err.find("'" + (empty / "brown/raw").string() + "'"), std::string::npos) << err;
 }
 
 }  // namespace
