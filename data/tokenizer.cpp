@@ -6,6 +6,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/char_tokenizer.h"
+#include "data/ids_tokenizer.h"
 #include "framework/error.h"
 
 namespace tf::data {
@@ -67,8 +68,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_string(std::string_view serialised) {
   const std::string_view header = serialised.substr(0, serialised.find('\n'));
   if (header == "tapeformer-tokenizer char 1") return std::make_unique<CharTokenizer>(CharTokenizer::from_string(serialised));
   if (header == "tapeformer-tokenizer bpe 1") return std::make_unique<BpeTokenizer>(BpeTokenizer::from_string(serialised));
+  if (header == "tapeformer-tokenizer ids 1") return std::make_unique<IdsTokenizer>(IdsTokenizer::from_string(serialised));
   throw InputError(concat("tokenizer: unknown serialised form, header '", header.substr(0, 80),
-                          "' (expected 'tapeformer-tokenizer char 1' or 'tapeformer-tokenizer bpe 1')"));
+                          "' (expected 'tapeformer-tokenizer char 1', 'bpe 1' or 'ids 1')"));
 }
 
 namespace serial {

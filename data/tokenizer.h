@@ -1,7 +1,8 @@
 // The tokenizer interface: text <-> token ids, special tokens, and a serialised form for checkpoints.
 //
-// Two tokenizers implement it: CharTokenizer (UTF-8 code points, char_tokenizer.h) and BpeTokenizer
-// (byte-level BPE, bpe_tokenizer.h). Special tokens ([PAD], [MASK], [CLS], [SEP] for BERT) take the
+// Three tokenizers implement it: CharTokenizer (UTF-8 code points, char_tokenizer.h), BpeTokenizer
+// (byte-level BPE, bpe_tokenizer.h) and IdsTokenizer (a corpus tokenized elsewhere: the ids
+// themselves, ids_tokenizer.h). Special tokens ([PAD], [MASK], [CLS], [SEP] for BERT) take the
 // ids after the learned vocabulary, in the order they were added. encode() never produces them from
 // text (the string "[MASK]" in a text encodes as ordinary characters); batchers insert them by id,
 // and decode() writes a special token as its name.
@@ -13,7 +14,7 @@
 //   auto back = tf::data::Tokenizer::from_string(s);        // same ids, same specials
 //
 // Serialised form (format 1): UTF-8 text, one item per line, beginning with a header line
-//   tapeformer-tokenizer <kind> 1          kind: char | bpe
+//   tapeformer-tokenizer <kind> 1          kind: char | bpe | ids
 // followed by the kind's body (see char_tokenizer.h, bpe_tokenizer.h) and then
 //   specials <n>
 //   <name>                                 n lines in id order; names hold no whitespace
@@ -31,7 +32,7 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  virtual std::string_view kind() const = 0;  // "char" or "bpe"
+  virtual std::string_view kind() const = 0;  // "char", "bpe" or "ids"
   int32_t vocab_size() const { return base_vocab_size() + static_cast<int32_t>(specials_.size()); }
   std::vector<int32_t> encode(std::string_view text) const {
     std::vector<int32_t> ids;
@@ -60,7 +61,7 @@ class Tokenizer {
   int64_t count_unknown(std::span<const int32_t> ids) const;
 
   virtual std::string to_string() const = 0;
-  // Rebuilds either kind from to_string(); tf::InputError on a malformed form.
+  // Rebuilds any kind from to_string(); tf::InputError on a malformed form.
   static std::unique_ptr<Tokenizer> from_string(std::string_view serialised);
 
  protected:

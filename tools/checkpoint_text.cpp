@@ -31,7 +31,8 @@ CheckpointText load_checkpoint_text(const CheckpointTextArgs& args) {
       std::fprintf(stderr, "note: %lld characters of the text are outside the checkpoint's vocabulary and were read as <unk>\n",
                    static_cast<long long>(unknown));
     out.ids = std::move(ids);
-    out.characters = train::count_code_points(out.text);
+    // Ids written as numbers (a corpus tokenized elsewhere) stand for no known text: no characters.
+    out.characters = run.tokenizer->kind() == "ids" ? 0 : train::count_code_points(out.text);
   } else {
     // The validation shard of the recipe's corpus, mapped (prepared first when missing).
     try {

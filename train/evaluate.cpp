@@ -201,6 +201,7 @@ double entropy_bits(const std::unordered_map<char32_t, int64_t>& count, int64_t 
 
 double unigram_bits_per_char(const data::Tokenizer& tokenizer, const data::Tokens& ids) {
   TF_CHECK_INPUT(!ids.empty(), "unigram_bits_per_char: the text is empty");
+  if (tokenizer.kind() == "ids") return std::numeric_limits<double>::quiet_NaN();  // ids stand for no known text
   std::unordered_map<char32_t, int64_t> count;  // code point (char: id) -> occurrences
   int64_t n = 0;
   constexpr int64_t kSlice = 1 << 20;

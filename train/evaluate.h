@@ -88,7 +88,7 @@ MaskedBaselines masked_baselines(data::MaskedLmBatcher& sequential_batcher, int6
 double unigram_bits_per_char(std::string_view text);
 // The same of a tokenized text, read a slice at a time (a validation shard of any size). A char
 // tokenizer's ids are its characters (those outside its vocabulary count as one, <unk>); other
-// tokenizers' ids are decoded.
+// tokenizers' ids are decoded; NaN for the ids tokenizer (a corpus tokenized elsewhere: no text).
 double unigram_bits_per_char(const data::Tokenizer& tokenizer, const data::Tokens& ids);
 
 // The number of code points of a UTF-8 text (the chars_in_text of evaluate_causal).

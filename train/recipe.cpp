@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -213,14 +214,28 @@ class Binder {
     check(r.data.corpus != "files" || !r.data.train_path.empty(), "data.corpus",
           "data.corpus is 'files' but data.train_path is empty: name UTF-8 text files, folders or globs",
           {"data.train_path"});
-    check(r.data.corpus == "files" || r.data.train_path.empty(), "data.train_path",
+    check(r.data.corpus != "tokens" || r.data.train_path.size() == 1, "data.train_path",
+          "data.corpus is 'tokens', which reads one token file per split: data.train_path must name one file, it " +
+              std::string(r.data.train_path.empty() ? "is empty" : "lists " + std::to_string(r.data.train_path.size())),
+          {"data.corpus"});
+    check(r.data.corpus != "tokens" || r.data.val_path.size() <= 1, "data.val_path",
+          "data.corpus is 'tokens', which reads one token file per split: data.val_path lists " +
+              std::to_string(r.data.val_path.size()),
+          {"data.corpus"});
+    check(r.data.corpus == "files" || r.data.corpus == "tokens" || r.data.train_path.empty(), "data.train_path",
           "data.train_path is set but data.corpus is '" + r.data.corpus +
               "': set data.corpus: files to train on your own text",
           {"data.corpus"});
-    check(r.data.corpus == "files" || r.data.val_path.empty(), "data.val_path",
+    check(r.data.corpus == "files" || r.data.corpus == "tokens" || r.data.val_path.empty(), "data.val_path",
           "data.val_path is set but data.corpus is '" + r.data.corpus +
               "' (which has its own validation split): set data.corpus: files to use your own text",
           {"data.corpus"});
+    const bool prompt_is_ids = std::regex_match(r.sample.prompt, std::regex(R"(\s*(\d+\s*)+)"));
+    check(r.data.corpus != "tokens" || m.arch != layers::Architecture::gpt || r.sample.tokens == 0 || prompt_is_ids,
+          "sample.prompt",
+          "sample.prompt '" + r.sample.prompt + "' is text, and the model of a data.corpus: tokens run reads ids: "
+          "write the prompt as ids (sample.prompt: \"50256\" is GPT-2's end of text), or set sample.tokens: 0",
+          {"data.corpus", "sample.tokens"});
     check(m.arch != layers::Architecture::gpt || r.sample.tokens == 0 || !r.sample.prompt.empty(), "sample.prompt",
           "sample.prompt is empty: the sample printed after training continues it; give it some text, or set "
           "sample.tokens: 0", {"sample.tokens", "model.arch"});

@@ -25,11 +25,13 @@
 namespace tf::train {
 
 struct DataConfig {
-  std::string corpus = "brown";      // "brown" or "linux" (installed by scripts/setup.sh), or "files"
+  std::string corpus = "brown";      // "brown" or "linux" (installed by scripts/setup.sh), "files", or
+                                     // "tokens" (token files tokenized elsewhere: llm.c's .bin)
   std::string root;                  // "": $TAPEFORMER_DATA, else ~/.cache/tapeformer (data/root.h)
   std::string brown_dir;             // corpus: brown -> raw documents in <brown_dir>/raw; "": <root>/brown
-  std::vector<std::string> train_path;  // corpus: files -> UTF-8 files, folders or globs
+  std::vector<std::string> train_path;  // corpus: files -> UTF-8 files, folders or globs; tokens -> one token file
   std::vector<std::string> val_path;    // corpus: files -> optional; empty: held out from train_path
+  int64_t vocab_size = 0;            // corpus: tokens -> ids below it; 0: the largest id in the files + 1
   std::string tokenizer = "char";    // char | bpe
   int64_t bpe_vocab_size = 1024;     // tokenizer: bpe
   int64_t bpe_sample_mb = 64;        // tokenizer: bpe; the merges are learned from at most this much text

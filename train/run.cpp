@@ -5,6 +5,7 @@
 #include "data/brown.h"
 #include "data/char_tokenizer.h"
 #include "data/root.h"
+#include "data/token_corpus.h"
 #include "framework/looked_for.h"
 #include "optim/factory.h"
 
@@ -16,6 +17,15 @@ const std::vector<std::string> kBertSpecials = {"[PAD]", "[MASK]", "[CLS]", "[SE
 
 data::PreparedCorpus prepare_recipe_corpus(const DataConfig& d, layers::Architecture arch,
                                            const data::Tokenizer* given, bool write, std::ostream* progress) {
+  if (d.corpus == "tokens") {
+    data::TokenCorpusSpec tokens;
+    tokens.train_path = d.train_path.empty() ? "" : d.train_path[0];
+    tokens.val_path = d.val_path.empty() ? "" : d.val_path[0];
+    tokens.vocab_size = d.vocab_size;
+    if (arch == layers::Architecture::bert) tokens.specials = kBertSpecials;
+    tokens.given = given;
+    return data::open_token_corpus(tokens);
+  }
   data::CorpusSpec corpus;
   if (d.corpus == "brown") {
     const std::filesystem::path brown = d.brown_folder();
@@ -60,6 +70,7 @@ std::string corpus_description(const DataConfig& d, const data::PreparedCorpus& 
     return "Brown corpus (" + (brown / "train.txt").string() + ", " + (brown / "val.txt").string() + ")";
   }
   if (d.corpus == "linux") return "Linux kernel C sources (" + d.linux_folder().string() + "): " + corpus.description;
+  if (d.corpus == "tokens") return corpus.description;
   return quoted_paths(d.train_path) + (d.val_path.empty() ? "" : ", validation " + quoted_paths(d.val_path)) + ": " +
          corpus.description;
 }

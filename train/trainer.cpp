@@ -63,7 +63,7 @@ std::string validation_source(const DataConfig& d) {
   if (d.corpus == "brown") return (d.brown_folder() / "val.txt").string();
   if (d.corpus == "linux") return "every tenth file of " + d.linux_folder().string();
   if (!d.val_path.empty()) return "data.val_path " + quoted_paths(d.val_path);
-  return "the last 10% of data.train_path " + quoted_paths(d.train_path);
+  return "the last 10% of data.train_path " + quoted_paths(d.train_path) + (d.corpus == "tokens" ? "'s ids" : "");
 }
 
 // Where the training text came from, for messages.

@@ -8,12 +8,14 @@
 #include <numeric>
 
 #include "support/errors.h"
+#include "support/ramp.h"
 #include "support/temp_dir.h"
 
 namespace tf::data {
 namespace {
 
 using tf::testing::read_file;
+using tf::testing::ramp;
 using tf::testing::TempDir;
 using tf::testing::write_file;
 namespace fs = std::filesystem;
@@ -24,12 +26,6 @@ std::string le(T v) {
   std::string s(sizeof v, '\0');
   for (size_t i = 0; i < sizeof v; ++i) s[i] = static_cast<char>(static_cast<uint64_t>(v) >> (8 * i) & 0xFF);
   return s;
-}
-
-std::vector<int32_t> ramp(int64_t n, int32_t modulo) {
-  std::vector<int32_t> ids(n);
-  for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7919 + 3) % modulo);
-  return ids;
 }
 
 TEST(TokenFile, LlmcLayoutIsByteForByteTheSpecification) {

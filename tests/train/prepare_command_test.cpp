@@ -2,6 +2,8 @@
 // llm.c token files hold the shards' ids; bad input exits 2 naming the key.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "data/token_file.h"
 #include "train/run_fixture.h"
 
@@ -49,6 +51,56 @@ TEST(PrepareCommand, TrainMapsWhatPrepareMadeAndLlmcFilesHoldTheSameIds) {
   const auto missing = tf::testing::run_command(prepare_args(tmp.path() / "nowhere.txt", cache), tmp.path());
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("data.train_path: '"), std::string::npos) << missing.err;
+}
+
+// llm.c's files train here: the ids `prepare --llmc` exported from a text train a GPT (data.corpus:
+// tokens) to the same losses, bit for bit, as the text itself; the model then reads and writes ids.
+TEST(PrepareCommand, TrainingOnExportedLlmcFilesGivesTheTextsLossesBitForBit) {
+  tf::testing::RunTempDir tmp;
+  const fs::path text = tmp.path() / "text.txt", cache = tmp.path() / "cache", llmc = tmp.path() / "llmc";
+  tf::testing::write_file(text, tf::testing::english_text(30000));
+  ASSERT_EQ(tf::testing::run_command(prepare_args(text, cache, {"--llmc", llmc.string()}), tmp.path()).code, 0);
+  const std::vector<std::string> run = {"train.steps=8", "schedule.warmup_steps=2", "eval.interval=4",
+                                        "train.threads=1"};
+  const auto from_text = tf::testing::run_command(tf::testing::train_args("tiny_gpt", text, tmp.path() / "text_run", cache, run),
+                                                  tmp.path());
+  ASSERT_EQ(from_text.code, 0) << from_text.err;
+  std::vector<std::string> tokens = run;
+  tokens.insert(tokens.end(), {"data.corpus=tokens", "data.train_path=" + (llmc / "train.bin").string(),
+                               "data.val_path=" + (llmc / "val.bin").string()});
+  const auto from_ids = tf::testing::run_command(tf::testing::train_args("tiny_gpt", text, tmp.path() / "ids_run", cache, tokens),
+                                                 tmp.path());
+  ASSERT_EQ(from_ids.code, 0) << from_ids.err;
+  EXPECT_NE(from_ids.out.find("llm.c token file '" + (llmc / "train.bin").string() + "'"), std::string::npos)
+      << from_ids.out;
+  const auto a = tf::testing::read_metrics(tmp.path() / "text_run/metrics.jsonl");
+  const auto b = tf::testing::read_metrics(tmp.path() / "ids_run/metrics.jsonl");
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].at("train_loss"), b[i].at("train_loss")) << "step " << i + 1;
+    EXPECT_EQ(a[i].at("val_loss"), b[i].at("val_loss")) << "step " << i + 1;
+  }
+  EXPECT_NE(a[3].at("val_loss"), "null");
+  EXPECT_EQ(b[3].at("val_bits_per_char"), "null") << "ids stand for no known text";
+
+  // The model reads ids and writes ids.
+  const auto sampled = tf::testing::run_command({"sample", (tmp.path() / "ids_run").string(), "--prompt", "3 4",
+                                                 "--tokens", "5", "--temperature", "0"}, tmp.path());
+  ASSERT_EQ(sampled.code, 0) << sampled.err;
+  EXPECT_TRUE(std::regex_search(sampled.out, std::regex(R"(^3 4( \d+){5}\s*$)"))) << sampled.out;
+  const auto text_prompt = tf::testing::run_command({"sample", (tmp.path() / "ids_run").string(), "--prompt", "The"},
+                                                    tmp.path());
+  EXPECT_EQ(text_prompt.code, 2);
+  EXPECT_NE(text_prompt.err.find("'The' at byte 0 is not a token id"), std::string::npos) << text_prompt.err;
+  // A recipe whose sample prompt is text is refused before it trains.
+  tokens.push_back("sample.tokens=20");
+  const auto refused = tf::testing::run_command(tf::testing::train_args("tiny_gpt", text, tmp.path() / "r3", cache, tokens),
+                                                tmp.path());
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("is text, and the model of a data.corpus: tokens run reads ids"), std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "r3"));
 }
 
 TEST(PrepareCommand, AListOfPathsIsOneCorpusAndTheDataRootHoldsTheShards) {
