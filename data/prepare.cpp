@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "data/bpe_tokenizer.h"
+#include "data/chunk_pipeline.h"
 #include "data/char_tokenizer.h"
 #include "data/hash.h"
 #include "data/sources.h"
@@ -112,31 +113,6 @@ Split split_files(std::vector<SourceFile> train, std::vector<SourceFile> val) {
   return s;
 }
 
-// Runs `work(chunk, result)` on batches of up to `batch` chunks of `stream` in parallel, then
-// `take(chunk, result)` on each in order. Chunks' buffers and results are reused from batch to batch:
-// fresh multi-megabyte buffers would cost a page fault per 4 KB, every chunk.
-template <typename Result, typename Work, typename Take>
-void for_each_chunk(TextStream& stream, size_t batch, Work work, Take take) {
-  std::vector<TextStream::Chunk> chunks;
-  std::vector<Result> results(batch);
-  for (bool more = true; more;) {
-    for (TextStream::Chunk& c : chunks) stream.recycle(std::move(c.text));
-    chunks.clear();
-    while (chunks.size() < batch) {
-      auto c = stream.next();
-      if (!c) {
-        more = false;
-        break;
-      }
-      chunks.push_back(std::move(*c));
-    }
-    // Each chunk on its own thread: work must not throw (errors are raised in order, by take).
-#pragma omp parallel for schedule(dynamic, 1)
-    for (size_t i = 0; i < chunks.size(); ++i) work(chunks[i], results[i]);  // may change the chunk
-    for (size_t i = 0; i < chunks.size(); ++i) take(chunks[i], results[i]);
-  }
-}
-
 // Progress of one pass: a line rewritten in place on a terminal, else a line every ~10 seconds.
 class Progress {
  public:
@@ -185,13 +161,14 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<SourceFile>& train,
     return text.size();
   };
   TextStream stream(train, chunk_bytes, any_point);
-  const size_t batch = static_cast<size_t>(omp_get_max_threads());
+  const size_t workers = static_cast<size_t>(omp_get_max_threads());
+  uint64_t taken = 0;  // bytes (the taker's count: the reader's runs ahead on another thread)
   std::unique_ptr<Tokenizer> tokenizer;
   if (spec.kind == "char") {
     std::vector<char32_t> all;
     using Found = std::pair<size_t, std::vector<char32_t>>;  // (first invalid byte, code points)
     for_each_chunk<Found>(
-        stream, batch,
+        stream, workers,
         [&](TextStream::Chunk& c, Found& found) {
           found = {first_invalid_utf8(c.text), CharTokenizer::distinct_code_points(c.text)};
         },
@@ -201,14 +178,14 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<SourceFile>& train,
           std::sort(all.begin(), all.end());
           all.erase(std::unique(all.begin(), all.end()), all.end());
           if (c.file_end && train.size() > 1) all.push_back(U'\n');  // the joining line break
-          progress.update(stream.bytes_read());
+          progress.update(taken += c.text.size());
         });
     tokenizer = std::make_unique<CharTokenizer>(std::move(all));
   } else {
     const double share = total <= spec.sample_bytes ? 1.0 : static_cast<double>(spec.sample_bytes) / total;
     std::string sample;
     for_each_chunk<size_t>(
-        stream, batch, [](TextStream::Chunk& c, size_t& bad) { bad = first_invalid_utf8(c.text); },
+        stream, workers, [](TextStream::Chunk& c, size_t& bad) { bad = first_invalid_utf8(c.text); },
         [&](const TextStream::Chunk& c, size_t bad) {
           stream.check_utf8(c, bad);
           size_t take = c.text.size();
@@ -220,7 +197,7 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<SourceFile>& train,
           }
           sample.append(c.text, 0, take);
           if (c.file_end && take == c.text.size() && c.file + 1 < train.size()) sample += '\n';
-          progress.update(stream.bytes_read());
+          progress.update(taken += c.text.size());
         });
     sample_bytes = sample.size();
     tokenizer = std::make_unique<BpeTokenizer>(
@@ -234,6 +211,7 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<SourceFile>& train,
 struct Encoded {
   std::vector<int32_t> ids;
   uint64_t characters = 0, unknown = 0;
+  size_t bytes = 0;                 // of the file's text (without a joining line break)
   size_t bad = std::string::npos;  // the chunk's first invalid UTF-8 byte
 };
 
@@ -243,9 +221,11 @@ int64_t encode_split(const std::vector<SourceFile>& pieces, const Tokenizer& tok
   TextStream stream(pieces, chunk_bytes,
                     [&](std::string_view text, size_t at) { return tokenizer.split_point(text, at); });
   int64_t count = 0;
+  uint64_t taken = 0;  // bytes of text (the reader's count runs ahead on another thread)
   for_each_chunk<Encoded>(
       stream, static_cast<size_t>(omp_get_max_threads()),
       [&](TextStream::Chunk& c, Encoded& e) {
+        e.bytes = c.text.size();
         if (c.file_end && c.file + 1 < pieces.size()) c.text += '\n';  // the line break joining documents
         tokenizer.encode_into(c.text, e.ids);
         e.bad = first_invalid_utf8(c.text);
@@ -262,7 +242,7 @@ int64_t encode_split(const std::vector<SourceFile>& pieces, const Tokenizer& tok
         count += static_cast<int64_t>(e.ids.size());
         characters += e.characters;
         unknown += e.unknown;
-        progress.update(stream.bytes_read());
+        progress.update(taken += e.bytes);
       });
   return count;
 }
