@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -210,6 +211,8 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<SourceFile>& train,
 
 struct Encoded {
   std::vector<int32_t> ids;
+  std::vector<char> packed;       // the ids as the shard stores them (TokenFileWriter::pack)
+  std::exception_ptr pack_error;  // raised in order, by the taker
   uint64_t characters = 0, unknown = 0;
   size_t bytes = 0;                 // of the file's text (without a joining line break)
   size_t bad = std::string::npos;  // the chunk's first invalid UTF-8 byte
@@ -230,14 +233,23 @@ int64_t encode_split(const std::vector<SourceFile>& pieces, const Tokenizer& tok
         tokenizer.encode_into(c.text, e.ids);
         e.bad = first_invalid_utf8(c.text);
         e.unknown = static_cast<uint64_t>(tokenizer.count_unknown(e.ids));
+        e.pack_error = nullptr;
+        if (writer) {
+          try {
+            writer->pack(e.ids, e.packed);
+          } catch (...) {
+            e.pack_error = std::current_exception();
+          }
+        }
         e.characters = 0;
         for (const char b : c.text) e.characters += (static_cast<unsigned char>(b) & 0xC0) != 0x80;
       },
       [&](const TextStream::Chunk& c, const Encoded& e) {
         stream.check_utf8(c, e.bad);
+        if (e.pack_error) std::rethrow_exception(e.pack_error);
         if (writer) {
           if (c.file_start) writer->start_document();
-          writer->append(e.ids);
+          writer->append_packed(e.packed);
         }
         count += static_cast<int64_t>(e.ids.size());
         characters += e.characters;

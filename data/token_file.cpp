@@ -161,20 +161,30 @@ void TokenFileWriter::start_document() {
     document_starts_.push_back(static_cast<uint64_t>(count_));
 }
 
-void TokenFileWriter::append(std::span<const int32_t> ids) {
+void TokenFileWriter::pack(std::span<const int32_t> ids, std::vector<char>& packed) const {
   const int64_t limit = info_.vocab_size > 0 ? static_cast<int64_t>(info_.vocab_size)
                         : info_.width == 2    ? 65536
                                               : std::numeric_limits<int32_t>::max();
   for (const int32_t id : ids)
     TF_CHECK_INPUT(id >= 0 && id < limit, "token file '", path_.string(), "': id ", id, " does not fit (ids below ",
                    limit, ")");
+  packed.resize(ids.size() * static_cast<size_t>(info_.width));
   if (info_.width == 4) {
-    write(ids.data(), ids.size_bytes());
+    std::memcpy(packed.data(), ids.data(), ids.size_bytes());
   } else {
-    narrow_.assign(ids.begin(), ids.end());
-    write(narrow_.data(), narrow_.size() * sizeof(uint16_t));
+    auto* narrow = reinterpret_cast<uint16_t*>(packed.data());  // vector<char>'s storage is aligned for any type
+    for (size_t i = 0; i < ids.size(); ++i) narrow[i] = static_cast<uint16_t>(ids[i]);
   }
-  count_ += static_cast<int64_t>(ids.size());
+}
+
+void TokenFileWriter::append_packed(std::span<const char> packed) {
+  write(packed.data(), packed.size());
+  count_ += static_cast<int64_t>(packed.size()) / info_.width;
+}
+
+void TokenFileWriter::append(std::span<const int32_t> ids) {
+  pack(ids, packed_);
+  append_packed(packed_);
 }
 
 void TokenFileWriter::finish() {

@@ -74,6 +74,10 @@ class TokenFileWriter {
   void start_document();  // the next id appended begins a document (shard only; empty ones are not kept)
   // InputError when an id does not fit the width (or the vocabulary), or the disk is full.
   void append(std::span<const int32_t> ids);
+  // append() in two halves, the first for other threads (prepare.cpp packs in parallel): pack checks
+  // the ids and lays them out at the file's width; append_packed writes them.
+  void pack(std::span<const int32_t> ids, std::vector<char>& packed) const;
+  void append_packed(std::span<const char> packed);
   int64_t count() const { return count_; }
   // Known only at the end: the text's characters and unknown ids.
   void set_counts(uint64_t characters, uint64_t unknown) {
@@ -89,7 +93,7 @@ class TokenFileWriter {
   std::FILE* file_ = nullptr;
   int64_t count_ = 0;
   std::vector<uint64_t> document_starts_;
-  std::vector<uint16_t> narrow_;  // append's uint16 staging
+  std::vector<char> packed_;  // append's staging
 };
 
 }  // namespace tf::data
