@@ -164,8 +164,12 @@ fs::path checkpoint_argument(const std::string& argument, const std::string& opt
 }
 
 void prune_run_checkpoints(const fs::path& dir, int64_t keep, const std::string& run_id) {
+  // Fewer checkpoints than kept: nothing to read (each run id is an HDF5 open; checkpoint.keep: 1000
+  // with a checkpoint every step would read the whole folder after every step).
+  const auto all = list_checkpoints(dir);
+  if (static_cast<int64_t>(all.size()) <= keep) return;
   std::vector<fs::path> own;  // oldest first
-  for (const auto& [step, file] : list_checkpoints(dir)) {
+  for (const auto& [step, file] : all) {
     try {
       if (checkpoint_run_id(file) == run_id) own.push_back(file);
     } catch (const InputError&) {

@@ -1,6 +1,11 @@
 // The MPI wrapper; see comm.h.
 #include "framework/dist/comm.h"
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+
 // The C API only: in C++, mpi.h would also declare Open MPI's deprecated C++ bindings (libmpi_cxx).
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
@@ -82,6 +87,13 @@ bool Request::test() {
 
 Comm::Comm() {
   if (!launched_by_mpirun()) return;
+  // Note [orphaned ranks]: a second Ctrl-C makes mpirun (Open MPI 4.1) exit at once without ending
+  // its ranks; a rank then waits for its peers for ever (found by tests/dist/soak_test.cpp: the rank
+  // outlived mpirun and went on training). Asking the kernel for SIGTERM when the parent, mpirun
+  // (or a remote node's orted), dies ends it as a Ctrl-C would: after the first one, at once.
+  const pid_t parent = ::getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) ::raise(SIGTERM);  // the parent died before the request
   int provided = 0;
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   // Errors come back as codes (check() turns them into exceptions) instead of aborting in MPI.

@@ -120,26 +120,6 @@ TEST_F(DataParallel, OtherCommandsRefuseSeveralRanks) {
   EXPECT_EQ(info.err.find(said, first + 1), std::string::npos) << info.err;
 }
 
-// The pid of the process of `rank` under mpirun: the child whose environment says so.
-pid_t rank_pid(int rank) {
-  const std::string wanted = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream environ(entry.path() / "environ", std::ios::binary);
-    std::string all((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
-    if (all.find(std::string("\0", 1) + wanted + std::string("\0", 1)) == std::string::npos &&
-        all.rfind(wanted + std::string("\0", 1), 0) != 0)
-      continue;
-    std::ifstream cmdline(entry.path() / "cmdline", std::ios::binary);
-    std::string argv0;
-    std::getline(cmdline, argv0, '\0');
-    if (argv0 == TAPEFORMER_BINARY && all.find("TAPEFORMER_KILL_TEST=") != std::string::npos)
-      return static_cast<pid_t>(std::stol(name));
-  }
-  return -1;
-}
-
 // A rank killed mid-run: mpirun stops the other within seconds, names the lost rank, and the last
 // checkpoint (written atomically by rank 0) resumes.
 TEST_F(DataParallel, KilledRankStopsTheOthersAndTheLastCheckpointResumes) {
@@ -153,7 +133,7 @@ TEST_F(DataParallel, KilledRankStopsTheOthersAndTheLastCheckpointResumes) {
          !child.exited())
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(fs::exists(run_dir("killed") / "ckpt_00000010.h5")) << read_file(err);
-  const pid_t victim = rank_pid(1);
+  const pid_t victim = rank_pid(1, "TAPEFORMER_KILL_TEST");
   ::unsetenv("TAPEFORMER_KILL_TEST");
   ASSERT_GT(victim, 0);
   ASSERT_EQ(::kill(victim, SIGKILL), 0);

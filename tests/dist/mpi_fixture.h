@@ -1,7 +1,11 @@
 // Shared by the tests that start `mpirun -np N tapeformer ...` (label mpi): running the program
 // under mpirun, or alone, to completion.
 #pragma once
+#include <sys/types.h>
 #include <sys/wait.h>
+
+#include <fstream>
+#include <iterator>
 
 #include <cstdlib>
 #include <filesystem>
@@ -42,6 +46,29 @@ inline Outcome run(const std::filesystem::path& dir, const std::string& name, in
               ranks > 0 ? TAPEFORMER_MPIRUN : TAPEFORMER_BINARY);
   const int status = child.wait();
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_file(out), read_file(err)};
+}
+
+// The pid of the process of `rank` under mpirun: the tapeformer child whose environment says so and
+// holds the variable `marker` (which the test set before starting mpirun, to tell its ranks from any
+// other job's on the machine); -1 when there is none.
+inline pid_t rank_pid(int rank, const std::string& marker) {
+  const std::string wanted = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream environ(entry.path() / "environ", std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    if (all.find(std::string("\0", 1) + wanted + std::string("\0", 1)) == std::string::npos &&
+        all.rfind(wanted + std::string("\0", 1), 0) != 0)
+      continue;
+    std::ifstream cmdline(entry.path() / "cmdline", std::ios::binary);
+    std::string argv0;
+    std::getline(cmdline, argv0, '\0');
+    if (argv0 == TAPEFORMER_BINARY && all.find(marker + "=") != std::string::npos)
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
 }
 
 }  // namespace tf::testing
