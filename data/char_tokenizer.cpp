@@ -84,24 +84,27 @@ CharTokenizer CharTokenizer::train(std::string_view text, const std::vector<std:
 }
 
 void CharTokenizer::encode_into(std::string_view text, std::vector<int32_t>& ids) const {
-  ids.clear();
-  ids.reserve(text.size());
+  // At most one id per byte: written through a pointer, then cut to length (no capacity check per
+  // id, in the loop that encodes a whole corpus).
+  ids.resize(text.size());
+  int32_t* out = ids.data();
   for (size_t i = 0; i < text.size();) {
     if (const auto byte = static_cast<unsigned char>(text[i]); byte < 128) {  // kUnknown (0) when unseen
-      ids.push_back(ascii_ids_[byte]);
+      *out++ = ascii_ids_[byte];
       ++i;
       continue;
     }
     const size_t length = utf8_sequence_length(text, i);
     if (length == 0) {  // an invalid byte: one <unk>, then resynchronise on the next byte
-      ids.push_back(kUnknown);
+      *out++ = kUnknown;
       ++i;
       continue;
     }
     const auto it = id_of_cp_.find(utf8_decode(text.data() + i, length));
-    ids.push_back(it == id_of_cp_.end() ? kUnknown : it->second);
+    *out++ = it == id_of_cp_.end() ? kUnknown : it->second;
     i += length;
   }
+  ids.resize(static_cast<size_t>(out - ids.data()));
 }
 
 size_t CharTokenizer::split_point(std::string_view text, size_t at) const {
