@@ -7,7 +7,7 @@
 //   raw:  ``/`` Only/rb a/at handful/nn ''/'' ,/, the/at jury/nn said/vbd ?/. ?/.
 //   text: "Only a handful", the jury said?
 //
-//   tf::data::BrownSplits s = tf::data::prepare_brown("data/brown/raw", "data/brown");
+//   tf::data::BrownSplits s = tf::data::prepare_brown(root / "brown/raw", root / "brown");  // root: data/root.h
 //   std::string train = tf::data::read_text(s.train);
 #pragma once
 #include <filesystem>

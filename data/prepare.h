@@ -47,7 +47,7 @@ struct TokenizerSpec {
 };
 
 struct PrepareOptions {
-  std::filesystem::path cache_dir = "data/cache";
+  std::filesystem::path cache_dir = "shards";  // a recipe gives <data root>/shards (data/root.h)
   int threads = 0;                 // 0: OpenMP's default
   std::ostream* progress = nullptr;  // where "preparing ..." lines go; nullptr: silent
   bool write = true;               // false (train --dry-run): reuse shards, else only count the ids

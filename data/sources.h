@@ -2,7 +2,7 @@
 //
 // A path is a file, a folder (every regular file under it, recursively, sorted by path; names
 // beginning with '.' are skipped, as are their folders), or a glob: '*', '?' and '[...]' match within
-// one folder name, and a whole '**' component matches any number of folders ("data/linux/**/*.c").
+// one folder name, and a whole '**' component matches any number of folders ("linux/**/*.c").
 //
 //   auto files = tf::data::resolve_sources({"my_corpus/", "extra/*.txt"}, "data.train_path");
 //   uint64_t f = tf::data::listing_fingerprint(files);   // changes when any file does

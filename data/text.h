@@ -1,6 +1,6 @@
 // Reading training text: a file or a folder of files, checked to be valid UTF-8.
 //
-//   std::string train = tf::data::read_text("data/brown/train.txt");
+//   std::string train = tf::data::read_text("corpus/train.txt");
 //   std::string all = tf::data::read_text("my_corpus/");  // sorted files, joined with '\n'
 #pragma once
 #include <cstddef>

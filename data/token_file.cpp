@@ -169,6 +169,7 @@ void TokenFileWriter::pack(std::span<const int32_t> ids, std::vector<char>& pack
     TF_CHECK_INPUT(id >= 0 && id < limit, "token file '", path_.string(), "': id ", id, " does not fit (ids below ",
                    limit, ")");
   packed.resize(ids.size() * static_cast<size_t>(info_.width));
+  if (ids.empty()) return;  // (memcpy may not be given the null data of an empty span)
   if (info_.width == 4) {
     std::memcpy(packed.data(), ids.data(), ids.size_bytes());
   } else {

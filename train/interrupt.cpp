@@ -50,6 +50,15 @@ void on_interrupt(int signal) {
   ::_exit(128 + g_signal.load());
 }
 
+// SIGHUP: the terminal, or under mpirun mpirun itself, is gone (Note [orphaned ranks] in
+// framework/dist/comm.cpp). Nothing is left to report to or to agree with: stop at once, as after a
+// second Ctrl-C.
+void on_hangup(int signal) {
+  if (g_writing.load()) ::unlink(g_partial);
+  say("\nhangup (mpirun or the terminal ended): stopped at once; --resume continues from the newest complete checkpoint\n");
+  ::_exit(128 + signal);
+}
+
 }  // namespace
 
 InterruptScope::InterruptScope() {
@@ -57,11 +66,13 @@ InterruptScope::InterruptScope() {
   g_signal = 0;
   previous_int_ = std::signal(SIGINT, on_interrupt);
   previous_term_ = std::signal(SIGTERM, on_interrupt);
+  previous_hup_ = std::signal(SIGHUP, on_hangup);
 }
 
 InterruptScope::~InterruptScope() {
   std::signal(SIGINT, previous_int_);
   std::signal(SIGTERM, previous_term_);
+  std::signal(SIGHUP, previous_hup_);
 }
 
 bool interrupt_requested() { return g_requests.load() > 0; }

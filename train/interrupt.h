@@ -11,7 +11,8 @@
 namespace tf::train {
 
 // While it lives, SIGINT and SIGTERM (which mpirun sends its ranks when it is interrupted) request
-// a stop instead of ending the process; the previous handlers come back when it ends.
+// a stop instead of ending the process, and SIGHUP (the terminal or mpirun is gone) stops at once as
+// a second Ctrl-C does; the previous handlers come back when it ends.
 class InterruptScope {
  public:
   InterruptScope();
@@ -21,7 +22,7 @@ class InterruptScope {
 
  private:
   using Handler = void (*)(int);
-  Handler previous_int_, previous_term_;
+  Handler previous_int_, previous_term_, previous_hup_;
 };
 
 bool interrupt_requested();

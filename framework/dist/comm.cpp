@@ -88,12 +88,13 @@ bool Request::test() {
 Comm::Comm() {
   if (!launched_by_mpirun()) return;
   // Note [orphaned ranks]: a second Ctrl-C makes mpirun (Open MPI 4.1) exit at once without ending
-  // its ranks; a rank then waits for its peers for ever (found by tests/dist/soak_test.cpp: the rank
-  // outlived mpirun and went on training). Asking the kernel for SIGTERM when the parent, mpirun
-  // (or a remote node's orted), dies ends it as a Ctrl-C would: after the first one, at once.
+  // its ranks; a rank then waits for its peers or trains on (found by tests/dist/soak_test.cpp: a
+  // rank outlived mpirun and went on beside the next run). The kernel sends SIGHUP when the parent,
+  // mpirun (or a remote node's orted), dies; training ends at once on it, removing a half-written
+  // checkpoint (train/interrupt.cpp), and elsewhere SIGHUP's default action ends the process.
   const pid_t parent = ::getppid();
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (::getppid() != parent) ::raise(SIGTERM);  // the parent died before the request
+  ::prctl(PR_SET_PDEATHSIG, SIGHUP);
+  if (::getppid() != parent) ::raise(SIGHUP);  // the parent died before the request
   int provided = 0;
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   // Errors come back as codes (check() turns them into exceptions) instead of aborting in MPI.
