@@ -51,7 +51,7 @@ struct PrepareOptions {
   int threads = 0;                 // 0: OpenMP's default
   std::ostream* progress = nullptr;  // where "preparing ..." lines go; nullptr: silent
   bool write = true;               // false (train --dry-run): reuse shards, else only count the ids
-  size_t chunk_bytes = 4u << 20;
+  size_t chunk_bytes = 1u << 20;
 };
 
 struct PreparedCorpus {

@@ -180,7 +180,6 @@ bool TextStream::fill() {
   const auto got = static_cast<size_t>(in_.gcount());
   pending_.resize(had + got);
   TF_CHECK_INPUT(!in_.bad(), "'", f.path, "': a read error after ", offset_ + had + got, " bytes");
-  bytes_read_ += got;
   return got > 0 && got == want && want < left;
 }
 

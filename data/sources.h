@@ -63,7 +63,6 @@ class TextStream {
   // InputError naming the file and byte offset when chunk.text[bad] is where its UTF-8 breaks
   // (bad: first_invalid_utf8(chunk.text), npos when valid).
   void check_utf8(const Chunk& chunk, size_t bad) const;
-  uint64_t bytes_read() const { return bytes_read_; }
   // Gives a chunk's buffer back for a later chunk to read into (its memory, already paged in).
   void recycle(std::string&& buffer);
 
@@ -80,7 +79,6 @@ class TextStream {
   std::vector<std::string> spare_;  // recycled buffers
   std::ifstream in_;
   bool open_ = false;  // in_ holds files_[file_]
-  uint64_t bytes_read_ = 0;
 };
 
 }  // namespace tf::data

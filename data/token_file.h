@@ -88,10 +88,12 @@ class TokenFileWriter {
 
  private:
   void write(const void* bytes, size_t n);
+  void start_writeback();  // Note [write-behind]
   std::filesystem::path path_, partial_;
   TokenFileInfo info_;
   std::FILE* file_ = nullptr;
   int64_t count_ = 0;
+  int64_t written_back_ = 0;  // bytes whose write-back start_writeback() has asked for
   std::vector<uint64_t> document_starts_;
   std::vector<char> packed_;  // append's staging
 };
