@@ -4,6 +4,7 @@
 #   tapeformer_layers  tapeformer_optim  tapeformer_data     (each on framework only)
 #   tapeformer_train                                          (on the three above)
 #   tapeformer_inspect                                        (on train and below)
+#   tapeformer_export                                         (on layers, data, framework)
 # and tapeformer_lib, everything, for the program, the tests and the benchmarks.
 #
 # A static library does not fail to link by itself when it calls upward (the linker may find the

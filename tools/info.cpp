@@ -20,9 +20,12 @@ void add_info_command(CLI::App& app, int& exit_code) {
     train::LoadedRun loaded = train::load_checkpoint(file);
     const train::Run& run = loaded.run;
     const H5Reader in(file.string());
-    std::printf("checkpoint   %s (%.1f MiB, format %lld, written %s)\n", file.c_str(),
+    std::printf("checkpoint   %s (%.1f MiB, format %lld, written %s)%s\n", file.c_str(),
                 std::filesystem::file_size(file) / 1048576.0, static_cast<long long>(train::kCheckpointFormat),
-                in.read_attr_string("/", "created").c_str());
+                in.read_attr_string("/", "created").c_str(),
+                loaded.weights_only ? "\n             weights only (tapeformer export --format weights): no optimizer, "
+                                      "dropout or data-order state; train --init-from takes it, --resume does not"
+                                    : "");
     std::printf("run          %s (%.0f s of training)\n", run.run_id.empty() ? "(no id: written before run ids)" : run.run_id.c_str(),
                 run.elapsed_seconds);
     // The run's real end: train.steps, or the count its time budget fixed.

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   tf::tools::add_prune_command(app, exit_code);
   tf::tools::add_plot_command(app, exit_code);
   tf::tools::add_report_command(app, exit_code);
+  tf::tools::add_export_command(app, exit_code);
   tf::tools::add_gradcheck_command(app, exit_code);
   try {
     app.parse(argc, argv);

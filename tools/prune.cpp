@@ -158,7 +158,8 @@ void prune_once(const PruneArgs& a, CheckpointText& input, int64_t max_batches) 
   const Measured after = measure(pruned, input, max_batches);
   const std::string again = "; nothing was written (free space or fix the folder, then run prune again)";
   try {
-    train::save_checkpoint(pruned, input.loaded.batches, out);
+    if (input.loaded.weights_only) train::save_weights(pruned, out);  // no state to carry over
+    else train::save_checkpoint(pruned, input.loaded.batches, out);
   } catch (const InputError& e) {
     throw InputError(concat("prune: ", e.what(), again));
   }

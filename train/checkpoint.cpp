@@ -104,9 +104,32 @@ void check_model_fits_file(const Recipe& recipe, int64_t vocab_size, const fs::p
                  at_least, " parameters, more than the file's ", file_size, " bytes can hold (damaged or forged recipe?)");
 }
 
-void write_checkpoint_file(const Run& run, const data::BatcherState& batches, const fs::path& file) {
+// Note [weights files]: `tapeformer export --format weights` writes a checkpoint without the state
+// that only continuing the run needs (optimizer moments, dropout and batch order): about a third of
+// the bytes for Adam. The root attribute `contents` says which kind a file is ("run" or "weights";
+// absent, as in files from before it: "run"). Everything that reads a model (sample, eval, inspect,
+// info, --init-from, export) takes either; `train --resume` refuses a weights file, which cannot
+// continue a run bit for bit.
+constexpr const char* kRunContents = "run";
+constexpr const char* kWeightsContents = "weights";
+
+bool holds_weights_only(const H5Reader& in) {
+  return in.has_attr("/", "contents") && in.read_attr_string("/", "contents") == kWeightsContents;
+}
+
+void refuse_weights_only(const H5Reader& in, const fs::path& file) {
+  TF_CHECK_INPUT(!holds_weights_only(in), file.string(),
+                 ": a weights file (tapeformer export --format weights) holds no optimizer, dropout or data-order "
+                 "state, so no run continues from it; start a new run from its weights with `tapeformer train "
+                 "RECIPE --init-from ",
+                 file.string(), "`");
+}
+
+// batches: the run's data order; nullptr writes a weights file.
+void write_checkpoint_file(const Run& run, const data::BatcherState* batches, const fs::path& file) {
   H5Writer out(file.string());
   out.write_attr("/", "format_version", kCheckpointFormat);
+  out.write_attr("/", "contents", batches ? kRunContents : kWeightsContents);
   out.write_attr("/", "step", run.step);
   out.write_attr("/", "tokens_seen", run.tokens_seen);
   out.write_attr("/", "created", utc_now());
@@ -117,10 +140,12 @@ void write_checkpoint_file(const Run& run, const data::BatcherState& batches, co
   out.write_bytes("/", "recipe", run.recipe.to_yaml());
   out.write_bytes("/", "tokenizer", run.tokenizer->to_string());
   for (const auto& p : run.params) out.write_tensor("model", p.name, p.tensor);
-  optim::save_optimizer_state(out, "optimizer", run.optimizer->state());
-  out.write_u64("rng", "dropout", {run.dropout_rng.seed(), run.dropout_rng.counter()});
-  out.write_u64("data", "train_batches",
-                {batches.seed, batches.counter, static_cast<uint64_t>(batches.cursor)});
+  if (batches) {
+    optim::save_optimizer_state(out, "optimizer", run.optimizer->state());
+    out.write_u64("rng", "dropout", {run.dropout_rng.seed(), run.dropout_rng.counter()});
+    out.write_u64("data", "train_batches",
+                  {batches->seed, batches->counter, static_cast<uint64_t>(batches->cursor)});
+  }
   out.close();
 }
 
@@ -133,10 +158,30 @@ std::string checkpoint_run_id(const H5Reader& in) {
 
 void save_checkpoint(const Run& run, const data::BatcherState& batches, const fs::path& file) {
   try {
-    write_checkpoint_file(run, batches, file);
+    write_checkpoint_file(run, &batches, file);
   } catch (const InputError& e) {  // the file system refused: name the checkpoint
     throw InputError(concat("cannot save checkpoint '", file.string(), "': ", e.what()));
   }
+}
+
+void save_weights(const Run& run, const fs::path& file) {
+  try {
+    write_checkpoint_file(run, nullptr, file);
+  } catch (const InputError& e) {
+    throw InputError(concat("cannot save weights '", file.string(), "': ", e.what()));
+  }
+}
+
+void check_resumable(const fs::path& file) {
+  const H5Reader in(file.string());
+  check_format(in, file);
+  refuse_weights_only(in, file);
+}
+
+bool is_weights_file(const fs::path& file) {
+  const H5Reader in(file.string());
+  check_format(in, file);
+  return holds_weights_only(in);
 }
 
 void save_run_checkpoint(const Run& run, const data::BatcherState& batches, const fs::path& file) {
@@ -152,9 +197,30 @@ void save_run_checkpoint(const Run& run, const data::BatcherState& batches, cons
 }
 
 
+namespace {
+
+// The root attributes both kinds of file hold.
+void load_progress(const H5Reader& in, const fs::path& file, Run& run) {
+  run.step = in.read_attr_int("/", "step");
+  run.run_id = checkpoint_run_id(in);
+  run.elapsed_seconds = in.has_attr("/", "elapsed_s") ? in.read_attr_double("/", "elapsed_s") : 0.0;
+  TF_CHECK_INPUT(std::isfinite(run.elapsed_seconds) && run.elapsed_seconds >= 0, file.string(),
+                 ": /elapsed_s must be a finite number of seconds >= 0, got ", run.elapsed_seconds);
+  // Not bounded by train.steps: a resume may lower train.steps below a count the budget fixed
+  // (train/continuation.h decides what then holds).
+  run.budget_steps = in.has_attr("/", "budget_steps") ? in.read_attr_int("/", "budget_steps") : 0;
+  TF_CHECK_INPUT(run.budget_steps >= 0, file.string(), ": /budget_steps must be >= 0, got ", run.budget_steps);
+  if (run.budget_steps > 0) run.schedule = run_schedule(run.recipe, run.budget_steps);
+  run.tokens_seen = in.read_attr_int("/", "tokens_seen");
+  TF_CHECK_INPUT(run.step >= 0 && run.tokens_seen >= 0, file.string(), ": negative step or token count");
+}
+
+}  // namespace
+
 data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
   const H5Reader in(file.string());
   check_format(in, file);
+  refuse_weights_only(in, file);
   load_parameters(in, file, run.params);
   try {
     const optim::OptimizerState state = optim::load_optimizer_state(in, "optimizer");
@@ -169,18 +235,7 @@ data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
     if (message.find(file.string()) != std::string::npos) throw;
     throw InputError(concat(file.string(), ": /optimizer: ", message));
   }
-  run.step = in.read_attr_int("/", "step");
-  run.run_id = checkpoint_run_id(in);
-  run.elapsed_seconds = in.has_attr("/", "elapsed_s") ? in.read_attr_double("/", "elapsed_s") : 0.0;
-  TF_CHECK_INPUT(std::isfinite(run.elapsed_seconds) && run.elapsed_seconds >= 0, file.string(),
-                 ": /elapsed_s must be a finite number of seconds >= 0, got ", run.elapsed_seconds);
-  // Not bounded by train.steps: a resume may lower train.steps below a count the budget fixed
-  // (train/continuation.h decides what then holds).
-  run.budget_steps = in.has_attr("/", "budget_steps") ? in.read_attr_int("/", "budget_steps") : 0;
-  TF_CHECK_INPUT(run.budget_steps >= 0, file.string(), ": /budget_steps must be >= 0, got ", run.budget_steps);
-  if (run.budget_steps > 0) run.schedule = run_schedule(run.recipe, run.budget_steps);
-  run.tokens_seen = in.read_attr_int("/", "tokens_seen");
-  TF_CHECK_INPUT(run.step >= 0 && run.tokens_seen >= 0, file.string(), ": negative step or token count");
+  load_progress(in, file, run);
   const std::vector<uint64_t> rng = in.read_u64("rng", "dropout");
   TF_CHECK_INPUT(rng.size() == 2, file.string(), ": /rng/dropout must hold 2 values, found ", rng.size());
   run.dropout_rng = Rng(rng[0], rng[1]);
@@ -214,6 +269,13 @@ LoadedRun load_checkpoint(const fs::path& file, const std::vector<std::string>& 
   std::unique_ptr<data::Tokenizer> tokenizer = data::Tokenizer::from_string(checkpoint_tokenizer(file));
   check_model_fits_file(recipe, tokenizer->vocab_size(), file);
   LoadedRun loaded{build_run(recipe, std::move(tokenizer)), {}};
+  const H5Reader in(file.string());
+  if (holds_weights_only(in)) {  // the model and its progress; the optimizer stays as built
+    load_parameters(in, file, loaded.run.params);
+    load_progress(in, file, loaded.run);
+    loaded.weights_only = true;
+    return loaded;
+  }
   loaded.batches = load_checkpoint_into(loaded.run, file);
   return loaded;
 }

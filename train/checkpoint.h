@@ -27,7 +27,17 @@ void save_run_checkpoint(const Run& run, const data::BatcherState& batches, cons
 struct LoadedRun {
   Run run;
   data::BatcherState batches;  // where the training batches continue
+  bool weights_only = false;   // a weights file: no optimizer, dropout or data-order state was loaded
 };
+// A weights file (Note [weights files] in checkpoint.cpp; `tapeformer export --format weights`): the
+// checkpoint without optimizer, dropout and data-order state. Every reader of a model takes it; a
+// resume (load_checkpoint_into) refuses it.
+void save_weights(const Run& run, const std::filesystem::path& file);
+bool is_weights_file(const std::filesystem::path& file);
+// InputError when `file` is a weights file, naming --init-from as the way to train from it (resume
+// checks this before it compares recipes).
+void check_resumable(const std::filesystem::path& file);
+
 // Rebuilds the run from the checkpoint's own recipe (and tokenizer), then loads its state.
 // `overrides` ("model.rope_scaling=yarn", eval's and sample's --set) change that recipe first; only
 // keys that leave the weights' meaning alone are accepted (check_inference_changes).

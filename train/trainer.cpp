@@ -188,6 +188,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
     resume_from = options.resume->empty() ? resume_checkpoint(given.checkpoint.dir) : fs::path(*options.resume);
   std::optional<LaterHistory> later;  // this run's history in dir past the resume step
   if (resume_from) {
+    check_resumable(*resume_from);
     check_resume_changes(*resume_from, given, options.accept_changes || options.more_seconds > 0, out);
     later = check_resume_folder(dir, *resume_from, options.overwrite, options.branch.has_value());
   }

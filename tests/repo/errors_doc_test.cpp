@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 constexpr size_t kMinKey = 8, kMaxKey = 40;
 
 // The folders whose code the program runs (README, "Architecture").
-const char* const kFolders[] = {"framework", "layers", "optim", "data", "train", "inspect", "tools"};
+const char* const kFolders[] = {"framework", "layers", "optim", "data", "train", "inspect", "export", "tools"};
 
 std::string read(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);

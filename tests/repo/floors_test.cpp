@@ -24,7 +24,8 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"data", {"framework", "data"}},
       {"train", {"framework", "layers", "optim", "data", "train"}},
       {"inspect", {"framework", "layers", "optim", "data", "train", "inspect"}},
-      {"tools", {"framework", "layers", "optim", "data", "train", "inspect", "tools"}},
+      {"export", {"framework", "layers", "data", "export"}},
+      {"tools", {"framework", "layers", "optim", "data", "train", "inspect", "export", "tools"}},
   };
   return floors;
 }

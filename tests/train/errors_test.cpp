@@ -67,7 +67,7 @@ TEST_F(Errors, MisspelledCommandAndRecipeFolderAreNamed) {
   Outcome o = run({"trian", "r.yaml"});
   EXPECT_EQ(o.code, 2);
   expect_has(o.err, "error: unknown command 'trian' (did you mean 'train'?); the commands are train, prepare, sample, eval, "
-                    "info, inspect, heads, prune, plot, report, gradcheck");
+                    "info, inspect, heads, prune, plot, report, export, gradcheck");
   o = run({"xyzzy"});
   EXPECT_EQ(o.code, 2);
   expect_has(o.err, "error: unknown command 'xyzzy'; the commands are");

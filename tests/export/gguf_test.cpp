@@ -1,0 +1,221 @@
+// The GGUF writer against the format as llama.cpp's gguf.h describes it, read back by a reader written
+// here from that description; and its f16 and Q8_0 encodings against hand-computed values.
+#include "export/gguf.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "data/char_tokenizer.h"
+#include "export/gguf_tokenizer.h"
+#include "framework/error.h"
+#include "support/temp_dir.h"
+
+namespace tf::exporting {
+namespace {
+
+// A reader of GGUF v3 (gguf.h): little-endian header, key/value pairs, tensor infos, aligned data.
+struct ReadGguf {
+  uint32_t version = 0;
+  std::map<std::string, std::string> strings;  // string values
+  std::map<std::string, uint64_t> integers;    // u32, i32, u64, bool values
+  std::map<std::string, float> floats;
+  std::map<std::string, std::vector<std::string>> string_arrays;
+  struct Info {
+    std::vector<uint64_t> ne;
+    uint32_t type = 0;
+    uint64_t offset = 0;
+  };
+  std::map<std::string, Info> tensors;
+  uint64_t data_start = 0;
+  std::string bytes;
+};
+
+ReadGguf read_gguf(const std::string& path) {
+  ReadGguf g;
+  std::ifstream in(path, std::ios::binary);
+  g.bytes.assign(std::istreambuf_iterator<char>(in), {});
+  size_t at = 0;
+  auto take = [&](auto& value) {
+    std::memcpy(&value, g.bytes.data() + at, sizeof value);
+    at += sizeof value;
+  };
+  auto take_string = [&] {
+    uint64_t n = 0;
+    take(n);
+    std::string s = g.bytes.substr(at, n);
+    at += n;
+    return s;
+  };
+  EXPECT_EQ(g.bytes.substr(0, 4), "GGUF");
+  at = 4;
+  take(g.version);
+  uint64_t n_tensors = 0, n_kv = 0;
+  take(n_tensors);
+  take(n_kv);
+  for (uint64_t i = 0; i < n_kv; ++i) {
+    const std::string key = take_string();
+    uint32_t type = 0;
+    take(type);
+    if (type == 4 || type == 5) {
+      uint32_t v = 0;
+      take(v);
+      g.integers[key] = v;
+    } else if (type == 10) {
+      uint64_t v = 0;
+      take(v);
+      g.integers[key] = v;
+    } else if (type == 7) {
+      uint8_t v = 0;
+      take(v);
+      g.integers[key] = v;
+    } else if (type == 6) {
+      float v = 0;
+      take(v);
+      g.floats[key] = v;
+    } else if (type == 8) {
+      g.strings[key] = take_string();
+    } else {
+      EXPECT_EQ(type, 9u) << key;
+      uint32_t element = 0;
+      uint64_t n = 0;
+      take(element);
+      take(n);
+      for (uint64_t j = 0; j < n; ++j) {
+        if (element == 8) {
+          g.string_arrays[key].push_back(take_string());
+        } else {
+          EXPECT_TRUE(element == 5 || element == 6) << key;
+          at += 4;
+        }
+      }
+    }
+  }
+  for (uint64_t i = 0; i < n_tensors; ++i) {
+    const std::string name = take_string();
+    uint32_t dims = 0;
+    take(dims);
+    ReadGguf::Info info;
+    info.ne.resize(dims);
+    for (uint64_t& d : info.ne) take(d);
+    take(info.type);
+    take(info.offset);
+    g.tensors[name] = info;
+  }
+  g.data_start = (at + 31) / 32 * 32;
+  return g;
+}
+
+uint16_t half_bits(float x) {
+  uint16_t bits = 0;
+  std::memcpy(&bits, encode_f16(std::vector<float>{x}).data(), 2);
+  return bits;
+}
+
+TEST(Gguf, HalfPrecisionRoundsToNearestEven) {
+  EXPECT_EQ(half_bits(1.0f), 0x3C00);
+  EXPECT_EQ(half_bits(-2.0f), 0xC000);
+  EXPECT_EQ(half_bits(65504.0f), 0x7BFF);  // the largest half
+  EXPECT_EQ(half_bits(0.0f), 0x0000);
+  EXPECT_EQ(half_bits(std::ldexp(1.0f, -24)), 0x0001);  // the smallest subnormal
+  // Halfway between 1 and 1 + 2^-10 (the next half): to the even one, 1; halfway above that: 1 + 2^-9.
+  EXPECT_EQ(half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
+  EXPECT_EQ(half_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
+  const std::vector<float> back = decode_f16(encode_f16(std::vector<float>{0.1f, -3.5f}));
+  EXPECT_EQ(back[1], -3.5f);
+  EXPECT_NEAR(back[0], 0.1f, 0.1f * std::ldexp(1.0f, -11));
+}
+
+TEST(Gguf, Q8ZeroScalesEachBlockOf32ByItsLargestMagnitude) {
+  std::vector<float> x(64);
+  for (int i = 0; i < 32; ++i) x[i] = static_cast<float>(i) - 10.0f;  // block 0: max |x| = 21
+  for (int i = 32; i < 64; ++i) x[i] = 0.0f;                           // block 1: all zero, scale 0
+  const std::vector<char> q = encode_q8_0(x);
+  ASSERT_EQ(q.size(), 2u * 34u);
+  EXPECT_EQ(static_cast<int8_t>(q[2 + 31]), 127);                     // 21 / (21 / 127)
+  EXPECT_EQ(static_cast<int8_t>(q[2 + 0]), static_cast<int8_t>(std::round(-10.0 * 127 / 21)));  // -60
+  EXPECT_EQ(static_cast<int8_t>(q[2 + 0]), -60);
+  const std::vector<float> back = decode_q8_0(q);
+  const float d = decode_f16(std::vector<char>(q.begin(), q.begin() + 2))[0];
+  EXPECT_NEAR(d, 21.0f / 127, 21.0f / 127 * std::ldexp(1.0f, -11));
+  for (int i = 0; i < 32; ++i) EXPECT_NEAR(back[i], x[i], d / 2 + 1e-6) << i;
+  for (int i = 32; i < 64; ++i) EXPECT_EQ(back[i], 0.0f);
+}
+
+TEST(Gguf, TheFileHoldsTheMetadataAndAlignedTensorsAsWritten) {
+  testing::TempDir dir;
+  GgufFile file;
+  file.set("general.architecture", std::string("llama"));
+  file.set("llama.block_count", uint32_t{3});
+  file.set("llama.rope.freq_base", 10000.0f);
+  file.set("tokenizer.ggml.add_bos_token", false);
+  file.set("tokenizer.ggml.tokens", std::vector<std::string>{"<unk>", "a", "\xE2\x96\x81"});
+  file.set("tokenizer.ggml.scores", std::vector<float>{0, 0, 0});
+  file.set("llama.block_count", uint32_t{2});  // a key set twice keeps its last value, once
+  std::vector<float> matrix(3 * 5), vector(7), wide(2 * 64);
+  for (size_t i = 0; i < matrix.size(); ++i) matrix[i] = 0.25f * static_cast<float>(i);
+  for (size_t i = 0; i < vector.size(); ++i) vector[i] = -static_cast<float>(i);
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = std::sin(static_cast<float>(i));
+  file.add_tensor("m", {3, 5}, matrix, GgufType::f32);  // 60 bytes: the next tensor starts at 64
+  file.add_tensor("v", {7}, vector, GgufType::f16);
+  file.add_tensor("w", {2, 64}, wide, GgufType::q8_0);
+  const std::string path = (dir.path() / "x.gguf").string();
+  file.write(path);
+
+  const ReadGguf g = read_gguf(path);
+  EXPECT_EQ(g.version, 3u);
+  EXPECT_EQ(g.strings.at("general.architecture"), "llama");
+  EXPECT_EQ(g.integers.at("llama.block_count"), 2u);
+  EXPECT_EQ(g.floats.at("llama.rope.freq_base"), 10000.0f);
+  EXPECT_EQ(g.integers.at("tokenizer.ggml.add_bos_token"), 0u);
+  EXPECT_EQ(g.string_arrays.at("tokenizer.ggml.tokens"), (std::vector<std::string>{"<unk>", "a", "\xE2\x96\x81"}));
+  ASSERT_EQ(g.tensors.size(), 3u);
+  const auto& m = g.tensors.at("m");
+  EXPECT_EQ(m.ne, (std::vector<uint64_t>{5, 3}));  // innermost first
+  EXPECT_EQ(m.type, 0u);
+  EXPECT_EQ(m.offset, 0u);
+  EXPECT_EQ(g.tensors.at("v").offset, 64u);
+  EXPECT_EQ(g.tensors.at("v").type, 1u);
+  EXPECT_EQ(g.tensors.at("w").offset, 96u);  // 64 + 14 bytes of f16, aligned up
+  EXPECT_EQ(g.tensors.at("w").type, 8u);
+  EXPECT_EQ(g.tensors.at("w").ne, (std::vector<uint64_t>{64, 2}));
+  EXPECT_EQ(g.data_start % 32, 0u);
+  float stored[15];
+  std::memcpy(stored, g.bytes.data() + g.data_start, sizeof stored);
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(stored[i], matrix[i]);
+  const std::vector<float> v = decode_f16({g.bytes.data() + g.data_start + 64, 14});
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(v[i], vector[i]);
+  EXPECT_EQ(g.bytes.size(), g.data_start + 96 + 4 * 34 + 24);  // 4 blocks of 34 bytes, padded to 32 too
+}
+
+TEST(Gguf, Q8ZeroRefusesRowsThatAreNotWholeBlocks) {
+  GgufFile file;
+  const std::vector<float> x(3 * 40);
+  try {
+    file.add_tensor("blk.0.ffn_down.weight", {3, 40}, x, GgufType::q8_0);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'blk.0.ffn_down.weight' has rows of 40 values, not a multiple of 32"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// SentencePiece writes a space as U+2581; a vocabulary that holds both could not be told apart.
+TEST(Gguf, ACharacterVocabularyHoldingTheSpaceMarkIsRefused) {
+  GgufFile file;
+  const data::CharTokenizer tokenizer = data::CharTokenizer::train("a b\xE2\x96\x81");
+  try {
+    add_gguf_tokenizer(file, tokenizer);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the character vocabulary holds U+2581"), std::string::npos) << e.what();
+  }
+  add_gguf_tokenizer(file, data::CharTokenizer::train("a b"));  // without it: accepted
+}
+
+}  // namespace
+}  // namespace tf::exporting
