@@ -24,7 +24,7 @@ std::string describe(const std::vector<std::string>& lines) {
 // The options neither architecture expresses.
 void common_mismatches(const ModelConfig& c, std::vector<std::string>& out) {
   if (c.arch != layers::Architecture::gpt)
-    out.push_back("model.arch is bert; llama.cpp runs causal language models (export a BERT as weights)");
+    out.push_back("model.arch is bert; llama.cpp runs causal language models (export a BERT as safetensors or weights)");
   for (int64_t l = 0; l < c.n_layers; ++l)
     if (c.mixer(l) != layers::MixerKind::attention) {
       out.push_back(std::string("model.mixers holds ") + layers::mixer_name(c.mixer(l)) + " (layer " + std::to_string(l) +
@@ -71,11 +71,11 @@ std::vector<std::string> gguf_mismatches(const ModelConfig& c, GgufArch arch) {
   return out;
 }
 
-GgufArch gguf_arch(const ModelConfig& c) {
+GgufArch gguf_arch(const ModelConfig& c, const std::string& target) {
   const std::vector<std::string> llama = gguf_mismatches(c, GgufArch::llama), gpt2 = gguf_mismatches(c, GgufArch::gpt2);
   if (llama.empty()) return GgufArch::llama;
   if (gpt2.empty()) return GgufArch::gpt2;
-  TF_CHECK_INPUT(false, "no llama.cpp architecture expresses this model (docs/export.md lists what exports):\n  as llama:",
+  TF_CHECK_INPUT(false, "no ", target, " expresses this model (docs/export.md lists what exports):\n  as llama:",
                  describe(llama), "\n  as gpt2:", describe(gpt2));
   return GgufArch::llama;  // (not reached)
 }

@@ -27,8 +27,9 @@ const char* gguf_arch_name(GgufArch arch);
 // What keeps `config` from each architecture, one line per recipe key ("model.position is learned;
 // llama needs rope"); empty when it maps exactly.
 std::vector<std::string> gguf_mismatches(const layers::ModelConfig& config, GgufArch arch);
-// The architecture that expresses the model, or an InputError that lists, for each, what differs.
-GgufArch gguf_arch(const layers::ModelConfig& config);
+// The architecture that expresses the model, or an InputError that lists, for each, what differs;
+// `target` names what was looked for in that message ("llama.cpp architecture").
+GgufArch gguf_arch(const layers::ModelConfig& config, const std::string& target = "llama.cpp architecture");
 
 // The whole file: metadata, tokenizer and tensors. `type` applies to the matrices (2-D tensors); norms
 // and biases stay f32, as llama.cpp's own converter keeps them. Under q8_0 a matrix whose rows are not

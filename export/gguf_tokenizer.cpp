@@ -50,7 +50,7 @@ void add_gguf_tokenizer(GgufFile& file, const data::Tokenizer& tokenizer) {
   if (const auto* chars = dynamic_cast<const data::CharTokenizer*>(&tokenizer)) return add_char_tokenizer(file, *chars);
   TF_CHECK_INPUT(false, "GGUF export of the '", tokenizer.kind(),
                  "' tokenizer is not supported yet: only the character tokenizer (data.tokenizer: char) exports to "
-                 "GGUF; export the model as weights instead");
+                 "GGUF; export the model as safetensors or weights instead");
 }
 
 }  // namespace tf::exporting

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace tf {
@@ -22,6 +23,7 @@ class AtomicFile {
 
   void write(std::span<const char> bytes);
   void write(std::string_view text) { write(std::span<const char>(text.data(), text.size())); }
+  void write(const std::string& text) { write(std::string_view(text)); }
   void pad(size_t zeros);  // that many zero bytes
   void commit();
 

@@ -16,6 +16,7 @@
 #include "train/run_folder.h"
 #include "train/run_fixture.h"
 #include "train/sample.h"
+#include "export/next_logprobs.h"
 
 namespace tf {
 namespace {
@@ -87,20 +88,6 @@ LlamaRun run_llama_cpp(const fs::path& gguf, int64_t vocab, const std::string& e
   return run;
 }
 
-// ln softmax of the logits after the last of `ids`, in double.
-std::vector<double> next_logprobs(const layers::Gpt& gpt, const std::vector<int32_t>& ids) {
-  NoGradGuard no_grad;
-  const Tensor logits = gpt.logits(Tensor::from_ids(ids, {1, static_cast<int64_t>(ids.size())}), Tensor(), {});
-  const int64_t V = logits.dim(2);
-  const float* row = logits.data<float>() + (static_cast<int64_t>(ids.size()) - 1) * V;
-  double max = -INFINITY, sum = 0;
-  for (int64_t v = 0; v < V; ++v) max = std::max(max, static_cast<double>(row[v]));
-  for (int64_t v = 0; v < V; ++v) sum += std::exp(row[v] - max);
-  std::vector<double> out(V);
-  for (int64_t v = 0; v < V; ++v) out[v] = row[v] - max - std::log(sum);
-  return out;
-}
-
 // Total -ln p over the windows run_gguf.mjs uses: kWindow ids each, every id after a window's first
 // predicted from those before it in the window.
 double window_nats(const layers::Gpt& gpt, const std::vector<int32_t>& ids, int64_t& predicted) {
@@ -109,7 +96,7 @@ double window_nats(const layers::Gpt& gpt, const std::vector<int32_t>& ids, int6
   for (size_t start = 0; start + 1 < ids.size(); start += kWindow) {
     const std::vector<int32_t> window(ids.begin() + start, ids.begin() + std::min(ids.size(), start + kWindow));
     for (size_t i = 1; i < window.size(); ++i, ++predicted)
-      nats -= next_logprobs(gpt, {window.begin(), window.begin() + i})[window[i]];
+      nats -= testing::next_logprobs(gpt, {window.begin(), window.begin() + i})[window[i]];
   }
   return nats;
 }
@@ -159,7 +146,7 @@ class LlamaCpp : public ::testing::Test {
     for (size_t p = 0; p < kPrompts.size(); ++p) {
       const std::vector<int32_t> ids = tokenizer.encode(kPrompts[p]);
       EXPECT_EQ(f32.prompts[p].ids, ids) << "prompt '" << kPrompts[p] << "'";
-      const std::vector<double> ours = next_logprobs(gpt, ids);
+      const std::vector<double> ours = testing::next_logprobs(gpt, ids);
       ASSERT_EQ(f32.prompts[p].logprobs.size(), ours.size());
       double worst = 0;
       for (size_t v = 0; v < ours.size(); ++v) worst = std::max(worst, std::fabs(f32.prompts[p].logprobs[v] - ours[v]));
