@@ -2,9 +2,9 @@
 # below it:
 #   tapeformer_framework
 #   tapeformer_layers  tapeformer_optim  tapeformer_data     (each on framework only)
-#   tapeformer_train                                          (on the three above)
-#   tapeformer_inspect                                        (on train and below)
 #   tapeformer_export                                         (on layers, data, framework)
+#   tapeformer_train                                          (on the four above)
+#   tapeformer_inspect                                        (on train and below)
 # and tapeformer_lib, everything, for the program, the tests and the benchmarks.
 #
 # A static library does not fail to link by itself when it calls upward (the linker may find the

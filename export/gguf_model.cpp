@@ -7,6 +7,7 @@
 #include <map>
 
 #include "export/gguf_tokenizer.h"
+#include "framework/shape.h"
 #include "framework/error.h"
 
 namespace tf::exporting {
@@ -80,6 +81,76 @@ GgufArch gguf_arch(const ModelConfig& c, const std::string& target) {
   return GgufArch::llama;  // (not reached)
 }
 
+std::vector<GgufPiece> gguf_pieces(const ModelConfig& c, GgufArch arch) {
+  std::vector<GgufPiece> out;
+  const bool biased = arch == GgufArch::gpt2;
+  const auto whole = [&](const std::string& gguf, const std::string& ours) { out.push_back({gguf, ours, 0, -1}); };
+  const auto with_bias = [&](const std::string& gguf, const std::string& ours) {
+    whole(gguf + ".weight", ours + ".weight");
+    if (biased) whole(gguf + ".bias", ours + ".bias");
+  };
+  whole("token_embd.weight", "token_embedding.weight");
+  if (arch == GgufArch::gpt2) whole("position_embd.weight", "position_embedding.weight");
+  const int64_t q_rows = c.n_heads * c.head_dim(), kv_rows = c.kv_heads() * c.head_dim(), F = c.ff_width();
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string blk = "blk." + std::to_string(l) + ".", ours = "blocks." + std::to_string(l) + ".";
+    with_bias(blk + "attn_norm", ours + "ln_1");
+    if (arch == GgufArch::llama) {  // qkv rows: the H query heads, then G key, then G value heads
+      out.push_back({blk + "attn_q.weight", ours + "attn.qkv.weight", 0, q_rows});
+      out.push_back({blk + "attn_k.weight", ours + "attn.qkv.weight", q_rows, kv_rows});
+      out.push_back({blk + "attn_v.weight", ours + "attn.qkv.weight", q_rows + kv_rows, kv_rows});
+    } else {
+      with_bias(blk + "attn_qkv", ours + "attn.qkv");  // llama.cpp's gpt2 splits the fused rows in the same order
+    }
+    with_bias(blk + "attn_output", ours + "attn.proj");
+    with_bias(blk + "ffn_norm", ours + "ln_2");
+    if (arch == GgufArch::llama) {  // SwiGLU's fc rows: the gate half, then the value half (kernels/reference/glu.h)
+      out.push_back({blk + "ffn_gate.weight", ours + "mlp.fc.weight", 0, F});
+      out.push_back({blk + "ffn_up.weight", ours + "mlp.fc.weight", F, F});
+    } else {
+      with_bias(blk + "ffn_up", ours + "mlp.fc");
+    }
+    with_bias(blk + "ffn_down", ours + "mlp.proj");
+  }
+  with_bias("output_norm", "ln_f");
+  if (!c.tie_embeddings) whole("output.weight", "lm_head.weight");  // tied: llama.cpp reads token_embd
+  return out;
+}
+
+void load_gguf_parameters(const GgufContents& file, const std::string& name, const ModelConfig& c,
+                          const layers::ParamList& params) {
+  const GgufArch arch = gguf_arch(c);
+  const auto found = file.strings.find("general.architecture");
+  TF_CHECK_INPUT(found != file.strings.end() && found->second == gguf_arch_name(arch), name,
+                 ": general.architecture is '", found == file.strings.end() ? "" : found->second, "', the recipe's model is ",
+                 gguf_arch_name(arch));
+  std::map<std::string, Tensor> by_name;
+  for (const auto& p : params) by_name.emplace(p.name, p.tensor);
+  std::vector<std::string> problems;
+  for (const GgufPiece& piece : gguf_pieces(c, arch)) {
+    const auto param = by_name.find(piece.ours);
+    TF_CHECK(param != by_name.end(), "gguf import: the model has no parameter '", piece.ours, "'");
+    Tensor& t = param->second;
+    const int64_t width = t.rank() == 1 ? t.dim(0) : t.numel() / t.dim(0), rows = t.rank() == 1 ? 1 : t.dim(0);
+    const int64_t count = piece.rows < 0 ? rows : piece.rows;
+    const std::vector<int64_t> shape =
+        t.rank() == 1 ? std::vector<int64_t>{width} : std::vector<int64_t>{count, width};
+    const auto it = file.tensors.find(piece.gguf);
+    if (it == file.tensors.end()) {
+      problems.push_back("missing tensor '" + piece.gguf + "'");
+    } else if (it->second.shape != shape) {
+      problems.push_back("tensor '" + piece.gguf + "' is " + Shape(it->second.shape).to_string() + ", the model needs " +
+                         Shape(shape).to_string());
+    } else {
+      std::copy(it->second.values.begin(), it->second.values.end(), t.data<float>() + piece.first * width);
+    }
+  }
+  if (problems.empty()) return;
+  std::string message = name + ": the GGUF file does not match the recipe's model:";
+  for (size_t i = 0; i < problems.size() && i < 20; ++i) message += "\n  " + problems[i];
+  throw InputError(message);
+}
+
 GgufFile gguf_of_model(const ModelConfig& c, const layers::ParamList& params, const data::Tokenizer& tokenizer,
                        GgufType type, const std::string& name, std::vector<std::string>& notes) {
   const GgufArch arch = gguf_arch(c);
@@ -130,43 +201,8 @@ GgufFile gguf_of_model(const ModelConfig& c, const layers::ParamList& params, co
   }
   add_gguf_tokenizer(file, tokenizer);
 
-  const bool biased = arch == GgufArch::gpt2;
-  const auto norm = [&](const std::string& gguf_name, const std::string& ours) {
-    add(gguf_name + ".weight", param(ours + ".weight"));
-    if (biased) add(gguf_name + ".bias", param(ours + ".bias"));
-  };
-  add("token_embd.weight", param("token_embedding.weight"));
-  if (arch == GgufArch::gpt2) add("position_embd.weight", param("position_embedding.weight"));
-  const int64_t q_rows = c.n_heads * c.head_dim(), kv_rows = c.kv_heads() * c.head_dim();
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string blk = "blk." + std::to_string(l) + ".", ours = "blocks." + std::to_string(l) + ".";
-    norm(blk + "attn_norm", ours + "ln_1");
-    const Tensor& qkv = param(ours + "attn.qkv.weight");  // rows: the H query heads, then G key, then G value heads
-    if (arch == GgufArch::llama) {
-      add(blk + "attn_q.weight", qkv, 0, q_rows);
-      add(blk + "attn_k.weight", qkv, q_rows, kv_rows);
-      add(blk + "attn_v.weight", qkv, q_rows + kv_rows, kv_rows);
-    } else {
-      add(blk + "attn_qkv.weight", qkv);  // llama.cpp's gpt2 splits the fused rows in the same order
-      add(blk + "attn_qkv.bias", param(ours + "attn.qkv.bias"));
-    }
-    add(blk + "attn_output.weight", param(ours + "attn.proj.weight"));
-    if (biased) add(blk + "attn_output.bias", param(ours + "attn.proj.bias"));
-    norm(blk + "ffn_norm", ours + "ln_2");
-    const Tensor& fc = param(ours + "mlp.fc.weight");
-    if (arch == GgufArch::llama) {  // SwiGLU's fc rows: the gate half, then the value half (kernels/reference/glu.h)
-      add(blk + "ffn_gate.weight", fc, 0, c.ff_width());
-      add(blk + "ffn_up.weight", fc, c.ff_width(), c.ff_width());
-    } else {
-      add(blk + "ffn_up.weight", fc);
-      add(blk + "ffn_up.bias", param(ours + "mlp.fc.bias"));
-    }
-    add(blk + "ffn_down.weight", param(ours + "mlp.proj.weight"));
-    if (biased) add(blk + "ffn_down.bias", param(ours + "mlp.proj.bias"));
-  }
-  norm("output_norm", "ln_f");
-  if (!c.tie_embeddings) {  // tied: llama.cpp reads the output projection from token_embd
-    add("output.weight", param("lm_head.weight"));
+  for (const GgufPiece& piece : gguf_pieces(c, arch)) add(piece.gguf, param(piece.ours), piece.first, piece.rows);
+  if (!c.tie_embeddings) {
     TF_CHECK_INPUT(!by_name.contains("lm_head.bias"), "the model's output projection has a bias (lm_head.bias), which "
                    "llama.cpp's ", a, " has no place for");
   }

@@ -16,6 +16,7 @@
 
 #include "data/tokenizer.h"
 #include "export/gguf.h"
+#include "export/gguf_read.h"
 #include "layers/models/config.h"
 #include "layers/module.h"
 
@@ -30,6 +31,20 @@ std::vector<std::string> gguf_mismatches(const layers::ModelConfig& config, Gguf
 // The architecture that expresses the model, or an InputError that lists, for each, what differs;
 // `target` names what was looked for in that message ("llama.cpp architecture").
 GgufArch gguf_arch(const layers::ModelConfig& config, const std::string& target = "llama.cpp architecture");
+
+// How tapeformer's parameters become the architecture's tensors: rows [first, first + rows) of `ours`
+// (all rows when rows is -1) are the GGUF tensor `gguf`. Export and import both read this list.
+struct GgufPiece {
+  std::string gguf, ours;
+  int64_t first = 0, rows = -1;
+};
+std::vector<GgufPiece> gguf_pieces(const layers::ModelConfig& config, GgufArch arch);
+
+// train --init-from model.gguf: the file's tensors (decoded to float32) into `params` of a model built
+// from the recipe the file carries (tapeformer.recipe). InputError naming `name` for every tensor that
+// is missing or shaped otherwise.
+void load_gguf_parameters(const GgufContents& file, const std::string& name, const layers::ModelConfig& config,
+                          const layers::ParamList& params);
 
 // The whole file: metadata, tokenizer and tensors. `type` applies to the matrices (2-D tensors); norms
 // and biases stay f32, as llama.cpp's own converter keeps them. Under q8_0 a matrix whose rows are not

@@ -103,8 +103,11 @@ void add_export_command(CLI::App& app, int& exit_code) {
       kind = std::string(exporting::gguf_arch_name(exporting::gguf_arch(run.model->config()))) + ", " + a.type;
       const std::string name = !a.name.empty() ? a.name : source.parent_path().filename().string();
       std::vector<std::string> notes;
-      const exporting::GgufFile file = exporting::gguf_of_model(run.model->config(), run.params, *run.tokenizer,
-                                                                gguf_type(a.type), name, notes);
+      exporting::GgufFile file = exporting::gguf_of_model(run.model->config(), run.params, *run.tokenizer,
+                                                          gguf_type(a.type), name, notes);
+      // What `train --init-from model.gguf` builds the model from (llama.cpp ignores keys it does not know).
+      file.set("tapeformer.recipe", run.recipe.to_yaml());
+      file.set("tapeformer.tokenizer", run.tokenizer->to_string());
       file.write(a.out);
       for (const std::string& note : notes) std::cerr << "note: " << note << "\n";
     }

@@ -68,7 +68,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
   static std::string init_from;
   cmd->add_option("--init-from", init_from,
                   "Fine-tune: start a new run (step 0, fresh optimizer) from the weights and tokenizer of CKPT "
-                  "(a checkpoint or a run folder); model keys the recipe leaves out are the checkpoint's, those it "
+                  "(a checkpoint, a run folder, a weights file, or a GGUF file tapeformer exported); model keys the "
+                  "recipe leaves out are the checkpoint's, those it "
                   "writes must match them")
       ->excludes(resume_opt);
   cmd->add_flag("--accept-changes", accept_changes,

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <ctime>
 
+#include "export/gguf_model.h"
+#include "export/gguf_read.h"
 #include "framework/io/hdf5_io.h"
 #include "optim/state_io.h"
 #include "train/resume_changes.h"
@@ -244,19 +246,42 @@ data::BatcherState load_checkpoint_into(Run& run, const fs::path& file) {
   return {b[0], b[1], static_cast<int64_t>(b[2])};
 }
 
+// Note [gguf round trip]: a GGUF file that tapeformer exported carries its recipe and tokenizer
+// (tapeformer.recipe, tapeformer.tokenizer), so `train --init-from model.gguf` builds the same model
+// and reads the tensors back through the export's own mapping (export/gguf_model.h): from f32,
+// bit for bit the checkpoint's weights; from f16 or q8_0, their rounded values.
+namespace {
+
+std::string gguf_text(const fs::path& file, const std::string& key) {
+  const exporting::GgufContents g = exporting::read_gguf(file);
+  const auto it = g.strings.find(key);
+  TF_CHECK_INPUT(it != g.strings.end(), file.string(), ": a GGUF file without ", key,
+                 ": only files that `tapeformer export` wrote start a run with --init-from (this one holds no "
+                 "tapeformer recipe to build the model from)");
+  return it->second;
+}
+
+}  // namespace
+
 void load_weights(Run& run, const fs::path& file) {
+  if (exporting::is_gguf_file(file)) {
+    exporting::load_gguf_parameters(exporting::read_gguf(file), file.string(), run.model->config(), run.params);
+    return;
+  }
   const H5Reader in(file.string());
   check_format(in, file);
   load_parameters(in, file, run.params);
 }
 
 std::string checkpoint_recipe(const fs::path& file) {
+  if (exporting::is_gguf_file(file)) return gguf_text(file, "tapeformer.recipe");
   const H5Reader in(file.string());
   check_format(in, file);
   return in.read_bytes("/", "recipe", kMaxRecipeBytes);
 }
 
 std::string checkpoint_tokenizer(const fs::path& file) {
+  if (exporting::is_gguf_file(file)) return gguf_text(file, "tapeformer.tokenizer");
   const H5Reader in(file.string());
   check_format(in, file);
   return in.read_bytes("/", "tokenizer", kMaxTokenizerBytes);

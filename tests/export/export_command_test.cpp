@@ -132,6 +132,57 @@ TEST_F(ExportCommand, WhatNoLlamaCppArchitectureExpressesIsListedForEach) {
     EXPECT_NE(as_gguf.err.find(reason), std::string::npos) << reason << "\n" << as_gguf.err;
 }
 
+// Note [gguf round trip]: from an f32 GGUF file, fine-tuning starts from the checkpoint's weights bit
+// for bit: every step's loss equals the run started from the checkpoint itself.
+TEST_F(ExportCommand, AnF32GgufFileStartsTheSameFineTuneAsItsCheckpoint) {
+  for (const auto& [name, block] : {std::pair<std::string, std::vector<std::string>>{"classic", {}},
+                                    {"modern", {"model.position=rope", "model.norm=rms", "model.feed_forward=swiglu",
+                                                "model.bias=false", "model.tie_embeddings=false"}}}) {
+    const fs::path run = train(name, "tiny_gpt", block);
+    const fs::path gguf = out(name + ".gguf");
+    ASSERT_EQ(tapeformer({"export", run.string(), "--format", "gguf", "--out", gguf.string()}).code, 0);
+    std::vector<std::vector<testing::MetricsRecord>> records;
+    for (const fs::path& from : {run, gguf}) {
+      const fs::path tuned = out(name + "-from-" + from.filename().string());
+      std::vector<std::string> args = testing::train_args("tiny_gpt", dir_.path() / "corpus.txt", tuned, dir_.path() / "cache",
+                                                          {"train.steps=4", "schedule.warmup_steps=0", "eval.interval=0"});
+      args.insert(args.end(), {"--init-from", from.string()});
+      const auto outcome = tapeformer(args);
+      ASSERT_EQ(outcome.code, 0) << outcome.err;
+      records.push_back(testing::read_metrics(tuned / "metrics.jsonl"));
+    }
+    ASSERT_EQ(records[0].size(), records[1].size()) << name;
+    ASSERT_FALSE(records[0].empty());
+    for (size_t i = 0; i < records[0].size(); ++i)
+      EXPECT_EQ(records[0][i].at("train_loss"), records[1][i].at("train_loss")) << name << ", record " << i;
+  }
+}
+
+TEST_F(ExportCommand, AGgufFileWithoutTapeformersRecipeIsRefusedAsAStart) {
+  const fs::path run = train("gpt", "tiny_gpt");
+  const fs::path gguf = out("m.gguf");
+  ASSERT_EQ(tapeformer({"export", run.string(), "--format", "gguf", "--out", gguf.string()}).code, 0);
+  std::string bytes = testing::read_file(gguf);
+  const size_t at = bytes.find("tapeformer.recipe");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] = 'T';  // the key is now "Tapeformer.recipe": a file some other tool wrote
+  std::ofstream(out("foreign.gguf"), std::ios::binary) << bytes;
+  std::vector<std::string> args = testing::train_args("tiny_gpt", dir_.path() / "corpus.txt", out("tuned"), dir_.path() / "cache",
+                                                      {"train.steps=2", "schedule.warmup_steps=0"});
+  args.insert(args.end(), {"--init-from", out("foreign.gguf").string()});
+  const auto refused = tapeformer(args);
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("a GGUF file without tapeformer.recipe"), std::string::npos) << refused.err;
+  for (const auto& [bytes_kept, reason] : {std::pair<size_t, std::string>{100, "truncated GGUF file"},
+                                            {bytes.size() / 2, "lies outside the file"}}) {
+    std::ofstream(out("cut.gguf"), std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes_kept);
+    args.back() = out("cut.gguf").string();
+    const auto truncated = tapeformer(args);
+    EXPECT_EQ(truncated.code, 2);
+    EXPECT_NE(truncated.err.find(reason), std::string::npos) << truncated.err;
+  }
+}
+
 TEST_F(ExportCommand, Q8ZeroWritesRowsThatAreNotWholeBlocksAsF16AndSaysWhich) {
   const fs::path run = train("gpt", "tiny_gpt", {"model.d_ff=40"});
   const auto exported =

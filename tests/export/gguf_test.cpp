@@ -10,6 +10,7 @@
 #include <map>
 
 #include "data/char_tokenizer.h"
+#include "export/gguf_read.h"
 #include "export/gguf_tokenizer.h"
 #include "framework/error.h"
 #include "support/temp_dir.h"
@@ -34,7 +35,7 @@ struct ReadGguf {
   std::string bytes;
 };
 
-ReadGguf read_gguf(const std::string& path) {
+ReadGguf read_independently(const std::string& path) {
   ReadGguf g;
   std::ifstream in(path, std::ios::binary);
   g.bytes.assign(std::istreambuf_iterator<char>(in), {});
@@ -165,7 +166,7 @@ TEST(Gguf, TheFileHoldsTheMetadataAndAlignedTensorsAsWritten) {
   const std::string path = (dir.path() / "x.gguf").string();
   file.write(path);
 
-  const ReadGguf g = read_gguf(path);
+  const ReadGguf g = read_independently(path);
   EXPECT_EQ(g.version, 3u);
   EXPECT_EQ(g.strings.at("general.architecture"), "llama");
   EXPECT_EQ(g.integers.at("llama.block_count"), 2u);
@@ -201,6 +202,51 @@ TEST(Gguf, Q8ZeroRefusesRowsThatAreNotWholeBlocks) {
     EXPECT_NE(std::string(e.what()).find("'blk.0.ffn_down.weight' has rows of 40 values, not a multiple of 32"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// A damaged or foreign GGUF file is refused with what is wrong and where, never read past its end.
+TEST(Gguf, ADamagedFileIsRefusedNamingWhatIsWrong) {
+  testing::TempDir dir;
+  GgufFile file;
+  file.set("general.architecture", std::string("llama"));
+  const std::vector<float> x(2 * 32, 0.5f);
+  file.add_tensor("t", {2, 32}, x, GgufType::f32);
+  const std::string path = (dir.path() / "ok.gguf").string();
+  file.write(path);
+  const std::string good = testing::read_file(path);
+  ASSERT_EQ(read_gguf(path).tensors.at("t").values, x);
+  ASSERT_EQ(read_gguf(path).strings.at("general.architecture"), "llama");
+  const size_t key_type = 24 + 8 + std::string("general.architecture").size();  // after the key's name
+  const size_t info = good.find(std::string("\x01\0\0\0\0\0\0\0t", 9));  // the tensor's name: length 1, "t"
+  ASSERT_NE(info, std::string::npos);
+  const size_t dims = info + 8 + 1, type = dims + 4 + 2 * 8;
+  const auto patched = [&](size_t at, uint32_t value) {
+    std::string bytes = good;
+    std::memcpy(bytes.data() + at, &value, 4);
+    return bytes;
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"XXXX" + good.substr(4), "not a GGUF file (no GGUF magic)"},
+      {patched(4, 2), "GGUF version 2 is not supported"},
+      {patched(8, 0xFFFFFFFF), "implausible GGUF counts"},
+      {patched(key_type, 99), "unknown value type 99"},
+      {patched(dims, 7), "has 7 dimensions"},
+      {patched(dims + 4, 0), "has a dimension of 0"},
+      {patched(type, 2), "has type 2; this build reads f32 (0), f16 (1) and q8_0 (8)"},
+      {good.substr(0, 30), "truncated GGUF file"},
+      {good.substr(0, good.size() - 8), "lies outside the file"},
+  };
+  for (const auto& [bytes, reason] : cases) {
+    const std::string damaged = (dir.path() / "damaged.gguf").string();
+    std::ofstream(damaged, std::ios::binary | std::ios::trunc) << bytes;
+    try {
+      read_gguf(damaged);
+      ADD_FAILURE() << "no error for: " << reason;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("damaged.gguf"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -22,7 +22,7 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"layers", {"framework", "layers"}},
       {"optim", {"framework", "optim"}},
       {"data", {"framework", "data"}},
-      {"train", {"framework", "layers", "optim", "data", "train"}},
+      {"train", {"framework", "layers", "optim", "data", "export", "train"}},
       {"inspect", {"framework", "layers", "optim", "data", "train", "inspect"}},
       {"export", {"framework", "layers", "data", "export"}},
       {"tools", {"framework", "layers", "optim", "data", "train", "inspect", "export", "tools"}},
