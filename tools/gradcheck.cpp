@@ -1,7 +1,7 @@
 // `tapeformer gradcheck`: float64 finite-difference checks, printed as tables.
 //   --ops            every op of the framework (framework/ops/*_cases.cpp)
 //   --model R.yaml   every parameter of the recipe's model, shrunk by --vocab/--seq-len/--batch/
-//                    --d-model/--layers so that a full check takes seconds
+//                    --d-model so that a full check takes seconds; the layer pattern is kept
 //   --explain        what a failure looks like: an op with a deliberately wrong backward
 #include <algorithm>
 #include <cstdio>
@@ -48,15 +48,18 @@ struct ModelCheckOptions {
   std::vector<std::string> overrides;  // --set section.key=value
   int64_t vocab = 11, seq_len = 5, batch = 2;
   int64_t d_model = 0;  // 0: 8, rounded up to a multiple of n_heads with an even head size
-  int64_t layers = 2;
+  int64_t layers = 0;  // 0: one period of the recipe's layer pattern (model.mixers), at least 2
   double perturb = 0.2;  // std of the noise added to every parameter; 0 checks at initialisation
 };
 
 // The recipe's model at gradient-check size. Sizes not named by a flag keep their proportions:
 // d_ff keeps its ratio to d_model; max_seq_len becomes seq_len (a learned table of T rows).
 layers::ModelConfig shrink(layers::ModelConfig c, const ModelCheckOptions& o) {
-  TF_CHECK_INPUT(o.vocab >= 2 && o.seq_len >= 1 && o.batch >= 1 && o.layers >= 1 && o.d_model >= 0 && o.perturb >= 0,
-                 "gradcheck: --vocab must be >= 2, --seq-len, --batch, --layers >= 1 and --perturb >= 0");
+  TF_CHECK_INPUT(o.vocab >= 2 && o.seq_len >= 1 && o.batch >= 1 && o.layers >= 0 && o.d_model >= 0 && o.perturb >= 0,
+                 "gradcheck: --vocab must be >= 2, --seq-len, --batch >= 1, --layers >= 0 and --perturb >= 0");
+  // The widths shrink, the layer pattern does not: a Jamba-like [attention, mamba, mamba, mamba] keeps
+  // its four layers (two would cut the pattern, which must divide the layer count).
+  const int64_t layers = o.layers > 0 ? o.layers : std::max<int64_t>(2, static_cast<int64_t>(c.mixers.size()));
   int64_t d_model = o.d_model;
   const int64_t small_head_dim = std::max<int64_t>(2, (8 / c.n_heads + 1) / 2 * 2);
   if (d_model == 0) d_model = c.n_heads * small_head_dim;
@@ -64,7 +67,7 @@ layers::ModelConfig shrink(layers::ModelConfig c, const ModelCheckOptions& o) {
   // explicit head size shrinks with d_model.
   if (!c.heads_per_layer.empty()) {
     std::vector<int64_t> heads;
-    for (int64_t l = 0; l < o.layers; ++l) heads.push_back(c.heads_per_layer[l % c.heads_per_layer.size()]);
+    for (int64_t l = 0; l < layers; ++l) heads.push_back(c.heads_per_layer[l % c.heads_per_layer.size()]);
     c.heads_per_layer = heads;
   }
   if (c.d_head > 0) c.d_head = small_head_dim;
@@ -72,7 +75,7 @@ layers::ModelConfig shrink(layers::ModelConfig c, const ModelCheckOptions& o) {
   c.d_model = d_model;
   c.vocab_size = o.vocab;
   c.max_seq_len = o.seq_len;
-  c.n_layers = o.layers;
+  c.n_layers = layers;
   return c;
 }
 
@@ -231,7 +234,9 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", model.batch, "Batch size B")->capture_default_str()->check(integer_in(1, 16));
   cmd->add_option("--d-model", model.d_model, "d_model (default: 8, rounded to fit the recipe's heads)")
       ->check(integer_in(1, 256));
-  cmd->add_option("--layers", model.layers, "Transformer blocks")->capture_default_str()->check(integer_in(1, 8));
+  cmd->add_option("--layers", model.layers,
+                  "Transformer blocks (default: one period of the recipe's model.mixers pattern, at least 2)")
+      ->check(integer_in(1, 8));
   cmd->add_option("--perturb", model.perturb, "Add normal(0, STD) to every parameter before checking (0: at init)")
       ->capture_default_str()
       ->check(number_in(0, 10));

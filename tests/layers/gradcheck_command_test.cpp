@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -123,6 +124,27 @@ INSTANTIATE_TEST_SUITE_P(
       const std::string recipe = info.param.recipe;
       return recipe.substr(0, recipe.find('_')) + "_" + info.param.position;
     });
+
+// Every shipped recipe's model passes as it is (shrunk in width, never in its layer pattern: a
+// Jamba-like [attention, mamba, mamba, mamba] keeps four layers).
+std::vector<std::string> shipped_recipes() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TAPEFORMER_SOURCE_DIR) + "/recipes"))
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class ShippedRecipeGradcheck : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ShippedRecipeGradcheck, EveryParameterPasses) {
+  const ProgramRun r = run("gradcheck --model " + std::string(TAPEFORMER_SOURCE_DIR) + "/recipes/" + GetParam() + ".yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(" parameters, 0 failed"), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, ShippedRecipeGradcheck, ::testing::ValuesIn(shipped_recipes()),
+                         [](const auto& info) { return info.param; });
 
 // --explain shows a passing and a failing op; the failing one's backward is half the finite differences.
 TEST(GradcheckCommand, ExplainShowsWhatAFailureLooksLike) {
