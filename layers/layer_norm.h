@@ -2,7 +2,7 @@
 // 2016), or RMSNorm, which neither centres nor shifts (Zhang & Sennrich 2019); the math of both is in
 // framework/kernels/reference/layer_norm.h.
 #pragma once
-#include "framework/kernels/reference/layer_norm.h"
+#include "framework/ops/layer_norm.h"  // (and NormKind, from its kernels)
 #include "layers/module.h"
 
 namespace tf::layers {

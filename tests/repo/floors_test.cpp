@@ -72,4 +72,18 @@ TEST(Floors, NoFileIncludesAFloorAboveItsOwn) {
   EXPECT_GT(files, 100);
 }
 
+// Layers are made of ops: they reach the kernels only through framework/ops (a kernel's entry points
+// are the ops' business; a layer that called one would bypass the tape).
+TEST(Floors, NoLayerIncludesAKernelHeader) {
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(TAPEFORMER_SOURCE_DIR) / "layers")) {
+    std::ifstream in(entry.path());
+    int n = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++n;
+      if (line.find("#include \"framework/kernels/") != std::string::npos)
+        ADD_FAILURE() << fs::relative(entry.path(), TAPEFORMER_SOURCE_DIR).string() << ": line " << n << " includes a kernel";
+    }
+  }
+}
+
 }  // namespace
