@@ -7,6 +7,7 @@
 #include <map>
 
 #include "export/gguf_tokenizer.h"
+#include "export/named_params.h"
 #include "framework/shape.h"
 #include "framework/error.h"
 
@@ -124,13 +125,10 @@ void load_gguf_parameters(const GgufContents& file, const std::string& name, con
   TF_CHECK_INPUT(found != file.strings.end() && found->second == gguf_arch_name(arch), name,
                  ": general.architecture is '", found == file.strings.end() ? "" : found->second, "', the recipe's model is ",
                  gguf_arch_name(arch));
-  std::map<std::string, Tensor> by_name;
-  for (const auto& p : params) by_name.emplace(p.name, p.tensor);
+  const NamedParams param(params);
   std::vector<std::string> problems;
   for (const GgufPiece& piece : gguf_pieces(c, arch)) {
-    const auto param = by_name.find(piece.ours);
-    TF_CHECK(param != by_name.end(), "gguf import: the model has no parameter '", piece.ours, "'");
-    Tensor& t = param->second;
+    Tensor t = param(piece.ours);  // a handle: writing its data writes the parameter
     const int64_t width = t.rank() == 1 ? t.dim(0) : t.numel() / t.dim(0), rows = t.rank() == 1 ? 1 : t.dim(0);
     const int64_t count = piece.rows < 0 ? rows : piece.rows;
     const std::vector<int64_t> shape =
@@ -154,13 +152,7 @@ void load_gguf_parameters(const GgufContents& file, const std::string& name, con
 GgufFile gguf_of_model(const ModelConfig& c, const layers::ParamList& params, const data::Tokenizer& tokenizer,
                        GgufType type, const std::string& name, std::vector<std::string>& notes) {
   const GgufArch arch = gguf_arch(c);
-  std::map<std::string, Tensor> by_name;
-  for (const auto& p : params) by_name.emplace(p.name, p.tensor);
-  const auto param = [&](const std::string& n) -> const Tensor& {
-    const auto it = by_name.find(n);
-    TF_CHECK(it != by_name.end(), "gguf export: the model has no parameter '", n, "'");
-    return it->second;
-  };
+  const NamedParams param(params);
   GgufFile file;
   std::vector<std::string> fallback;  // q8_0 matrices written as f16
   // Rows [first, first + count) of a parameter (all rows when count is -1), under `gguf_name`.
@@ -203,7 +195,7 @@ GgufFile gguf_of_model(const ModelConfig& c, const layers::ParamList& params, co
 
   for (const GgufPiece& piece : gguf_pieces(c, arch)) add(piece.gguf, param(piece.ours), piece.first, piece.rows);
   if (!c.tie_embeddings) {
-    TF_CHECK_INPUT(!by_name.contains("lm_head.bias"), "the model's output projection has a bias (lm_head.bias), which "
+    TF_CHECK_INPUT(!param.contains("lm_head.bias"), "the model's output projection has a bias (lm_head.bias), which "
                    "llama.cpp's ", a, " has no place for");
   }
   if (!fallback.empty()) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "export/gguf_model.h"
+#include "export/named_params.h"
 #include "framework/error.h"
 
 namespace tf::exporting {
@@ -83,7 +84,7 @@ std::vector<std::string> bert_mismatches(const ModelConfig& c) {
 
 // BertForMaskedLM (modeling_bert.py) or, with RoPE, RoFormerForMaskedLM (modeling_roformer.py), whose
 // rotation turns the pairs (2i, 2i + 1) with the base 10000, as tapeformer's does: no permutation.
-void bert_to_hf(const ModelConfig& c, const std::function<const Tensor&(const std::string&)>& param,
+void bert_to_hf(const ModelConfig& c, const NamedParams& param,
                 const std::function<void(const std::string&, std::vector<int64_t>, const std::vector<float>&)>& put,
                 HfModel& hf, std::ostringstream& json) {
   const std::vector<std::string> problems = bert_mismatches(c);
@@ -96,7 +97,7 @@ void bert_to_hf(const ModelConfig& c, const std::function<const Tensor&(const st
   const auto whole = [&](const std::string& name, const Tensor& t) {
     put(name, t.shape().vec(), std::vector<float>(t.data<float>(), t.data<float>() + t.numel()));
   };
-  const int64_t C = c.d_model, D = c.head_dim(), V = param("token_embedding.weight").dim(0);
+  const int64_t C = c.d_model, V = param("token_embedding.weight").dim(0);
   hf.architecture = rope ? "RoFormerForMaskedLM" : "BertForMaskedLM";
   whole(m + "embeddings.word_embeddings.weight", param("token_embedding.weight"));
   if (!rope) whole(m + "embeddings.position_embeddings.weight", param("position_embedding.weight"));
@@ -139,7 +140,6 @@ void bert_to_hf(const ModelConfig& c, const std::function<const Tensor&(const st
        << "  \"attention_probs_dropout_prob\": 0.0,\n  \"tie_word_embeddings\": true,\n";
   if (rope) json << "  \"embedding_size\": " << C << ",\n  \"rotary_value\": false,\n";
   else json << "  \"position_embedding_type\": \"absolute\",\n";
-  (void)D;
 }
 
 }  // namespace
@@ -147,13 +147,7 @@ void bert_to_hf(const ModelConfig& c, const std::function<const Tensor&(const st
 HfModel hf_model(const ModelConfig& c, const layers::ParamList& params, SafetensorsType type) {
   const bool bert = c.arch == layers::Architecture::bert;
   const GgufArch arch = bert ? GgufArch::gpt2 : gguf_arch(c, "Hugging Face model class (LlamaForCausalLM, GPT2LMHeadModel)");
-  std::map<std::string, Tensor> by_name;
-  for (const auto& p : params) by_name.emplace(p.name, p.tensor);
-  const auto param = [&](const std::string& n) -> const Tensor& {
-    const auto it = by_name.find(n);
-    TF_CHECK(it != by_name.end(), "safetensors export: the model has no parameter '", n, "'");
-    return it->second;
-  };
+  const NamedParams param(params);
   HfModel hf;
   const auto put = [&](const std::string& name, std::vector<int64_t> shape, const std::vector<float>& values) {
     const SafetensorsType chosen = shape.size() == 1 ? SafetensorsType::f32 : type;  // norms and biases stay f32
@@ -222,7 +216,7 @@ HfModel hf_model(const ModelConfig& c, const layers::ParamList& params, Safetens
     whole("transformer.ln_f.weight", param("ln_f.weight"));
     whole("transformer.ln_f.bias", param("ln_f.bias"));
     if (!c.tie_embeddings) whole("lm_head.weight", param("lm_head.weight"));
-    TF_CHECK_INPUT(!by_name.contains("lm_head.bias"), "the model's output projection has a bias (lm_head.bias), which "
+    TF_CHECK_INPUT(!param.contains("lm_head.bias"), "the model's output projection has a bias (lm_head.bias), which "
                    "GPT2LMHeadModel has no place for");
     json << "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
          << "  \"vocab_size\": " << V << ",\n  \"n_embd\": " << C << ",\n  \"n_inner\": " << F
