@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <queue>
+#include <unordered_set>
 
+#include "data/unicode_classes.h"
 #include "framework/error.h"
 
 namespace tf::data {
@@ -24,9 +26,9 @@ uint64_t pair_key(int32_t left, int32_t right) {
   return static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32 | static_cast<uint32_t>(right);
 }
 
-}  // namespace
+// Note [pre-tokenisation], version gpt2-classes.
 
-std::vector<std::string_view> pretokenize(std::string_view text) {
+std::vector<std::string_view> pretokenize_gpt2_classes(std::string_view text) {
   static constexpr std::string_view contractions[] = {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"};
   const auto cls = [&](size_t i) { return class_of(static_cast<unsigned char>(text[i])); };
   std::vector<std::string_view> chunks;
@@ -62,14 +64,82 @@ std::vector<std::string_view> pretokenize(std::string_view text) {
   return chunks;
 }
 
+std::vector<std::string_view> pretokenize_gpt2(std::string_view text) {
+  // GPT-2's expression, 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+, matched
+  // by hand over code points: the first alternative that matches at a position wins, each greedy.
+  std::vector<size_t> start;  // code point k spans bytes [start[k], start[k + 1])
+  std::vector<CodePointClass> cls;
+  start.reserve(text.size() + 1);
+  cls.reserve(text.size());
+  for (size_t at = 0; at < text.size();) {
+    const DecodedCodePoint d = decode_utf8_at(text, at);
+    start.push_back(at);
+    cls.push_back(code_point_class(d.cp));
+    at += d.length;
+  }
+  const size_t m = cls.size();
+  start.push_back(text.size());
+  const auto is = [&](size_t k, CodePointClass c) { return k < m && cls[k] == c; };
+  const auto ascii = [&](size_t k) { return k < m && start[k + 1] - start[k] == 1 ? text[start[k]] : '\0'; };
+  std::vector<std::string_view> chunks;
+  const auto emit = [&](size_t k, size_t end) { chunks.push_back(text.substr(start[k], start[end] - start[k])); };
+  for (size_t k = 0; k < m;) {
+    if (ascii(k) == '\'') {
+      const char a = ascii(k + 1), b = ascii(k + 2);
+      const size_t length = (a == 's' || a == 't' || a == 'm' || a == 'd') ? 2
+                            : ((a == 'r' || a == 'v') && b == 'e') || (a == 'l' && b == 'l') ? 3 : 0;
+      if (length > 0) {
+        emit(k, k + length);
+        k += length;
+        continue;
+      }
+    }
+    const size_t body = ascii(k) == ' ' && k + 1 < m && cls[k + 1] != CodePointClass::white_space ? k + 1 : k;
+    if (cls[body] != CodePointClass::white_space) {  // " ?" then a run of letters, numbers or other
+      size_t end = body + 1;
+      while (is(end, cls[body])) ++end;
+      emit(k, end);
+      k = end;
+      continue;
+    }
+    size_t end = k + 1;
+    while (is(end, CodePointClass::white_space)) ++end;
+    if (end - k > 1 && end < m) --end;  // \s+(?!\S): the last one stays with what follows
+    emit(k, end);
+    k = end;
+  }
+  return chunks;
+}
+
+}  // namespace
+
+std::vector<std::string_view> pretokenize(std::string_view text, Pretokenizer kind) {
+  return kind == Pretokenizer::gpt2 ? pretokenize_gpt2(text) : pretokenize_gpt2_classes(text);
+}
+
+std::string_view pretokenizer_name(Pretokenizer kind) {
+  return kind == Pretokenizer::gpt2 ? "gpt2" : "gpt2-classes";
+}
+
 size_t BpeTokenizer::split_point(std::string_view text, size_t at) const {
   const auto space = [&](size_t i) { return class_of(static_cast<unsigned char>(text[i])) == ByteClass::space; };
-  for (size_t p = std::max<size_t>(at, 1); p + 1 < text.size(); ++p)
-    if (text[p] == ' ' && !space(p - 1) && !space(p + 1)) return p;
+  for (size_t p = std::max<size_t>(at, 1); p + 1 < text.size(); ++p) {
+    if (text[p] != ' ') continue;
+    if (pretokenizer_ == Pretokenizer::gpt2_classes) {
+      if (!space(p - 1) && !space(p + 1)) return p;
+      continue;
+    }
+    // gpt2: whatever precedes, a space before a non-space starts a chunk. The code point after it
+    // must lie wholly inside the text (4 bytes at most), or its class could change with more text.
+    if (static_cast<unsigned char>(text[p + 1]) < 0x80 ? !space(p + 1)
+        : p + 5 <= text.size() && code_point_class(decode_utf8_at(text, p + 1).cp) != CodePointClass::white_space)
+      return p;
+  }
   return text.size();
 }
 
-BpeTokenizer::BpeTokenizer(std::vector<Merge> merges) : merges_(std::move(merges)) {
+BpeTokenizer::BpeTokenizer(std::vector<Merge> merges, Pretokenizer pretokenizer)
+    : merges_(std::move(merges)), pretokenizer_(pretokenizer) {
   token_bytes_.reserve(256 + merges_.size());
   for (int b = 0; b < 256; ++b) token_bytes_.emplace_back(1, static_cast<char>(b));
   for (size_t r = 0; r < merges_.size(); ++r) {
@@ -94,7 +164,7 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, int32_t vocab_size, cons
   // Unique words (chunks) with their frequencies, indexed in sorted order so every container below
   // is filled deterministically.
   std::unordered_map<std::string_view, int64_t> word_counts;
-  for (std::string_view chunk : pretokenize(text)) ++word_counts[chunk];
+  for (std::string_view chunk : pretokenize(text, Pretokenizer::gpt2)) ++word_counts[chunk];
   std::vector<std::pair<std::string_view, int64_t>> sorted(word_counts.begin(), word_counts.end());
   std::sort(sorted.begin(), sorted.end());
   std::vector<std::vector<int32_t>> words(sorted.size());  // word -> its current symbols
@@ -126,7 +196,9 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, int32_t vocab_size, cons
   for (const auto& [key, count] : pair_count) heap.push({count, key});
 
   std::vector<Merge> merges;
-  std::vector<size_t> token_length(256, 1);  // id -> bytes, to keep tokens within kMaxTokenBytes
+  std::vector<std::string> token_bytes;  // id -> its bytes
+  for (int b = 0; b < 256; ++b) token_bytes.emplace_back(1, static_cast<char>(b));
+  std::unordered_set<std::string> known_tokens(token_bytes.begin(), token_bytes.end());
   std::vector<int64_t> last_visit(words.size(), -1);
   std::unordered_map<uint64_t, int64_t> delta;
   std::vector<int32_t> merged;
@@ -137,14 +209,16 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, int32_t vocab_size, cons
     if (live == pair_count.end() || live->second != top.count) continue;  // stale entry
     if (top.count < 2) break;  // merging a pair seen once learns nothing
     const int32_t left = static_cast<int32_t>(top.key >> 32), right = static_cast<int32_t>(top.key & 0xFFFFFFFFu);
-    if (token_length[left] + token_length[right] > kMaxTokenBytes) {  // never learned (see kMaxTokenBytes)
+    // Never learned (see kMaxTokenBytes and train): too long, or the bytes of a token already known.
+    if (token_bytes[left].size() + token_bytes[right].size() > kMaxTokenBytes ||
+        !known_tokens.insert(token_bytes[left] + token_bytes[right]).second) {
       pair_count.erase(live);  // its heap entries go stale; a count rebuilt later is skipped here again
       pair_words.erase(top.key);
       continue;
     }
     const int32_t new_id = 256 + static_cast<int32_t>(merges.size());
     merges.emplace_back(left, right);
-    token_length.push_back(token_length[left] + token_length[right]);
+    token_bytes.push_back(token_bytes[left] + token_bytes[right]);
 
     // Rewrite each word holding the pair; count every pair it loses (-freq) and gains (+freq).
     delta.clear();
@@ -229,7 +303,7 @@ void BpeTokenizer::encode_into(std::string_view text, std::vector<int32_t>& ids)
   // Natural text repeats its words: encode each distinct chunk once. (Local, so encode is const
   // and safe to call from several threads.)
   std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;  // chunk -> (offset, count) in ids
-  for (std::string_view chunk : pretokenize(text)) {
+  for (std::string_view chunk : pretokenize(text, pretokenizer_)) {
     const auto it = seen.find(chunk);
     if (it != seen.end()) {
       const auto [offset, count] = it->second;
@@ -253,15 +327,20 @@ std::string BpeTokenizer::decode(std::span<const int32_t> ids) const {
 }
 
 std::string BpeTokenizer::to_string() const {
-  std::string out = "tapeformer-tokenizer bpe 1\npretokenizer gpt2-classes\nmerges " + std::to_string(merges_.size()) + "\n";
+  std::string out = "tapeformer-tokenizer bpe 1\npretokenizer " + std::string(pretokenizer_name(pretokenizer_)) +
+                    "\nmerges " + std::to_string(merges_.size()) + "\n";
   for (const auto& [left, right] : merges_) out += std::to_string(left) + " " + std::to_string(right) + "\n";
   return out + specials_to_string();
 }
 
 BpeTokenizer BpeTokenizer::from_string(std::string_view serialised) {
   const std::vector<std::string_view> lines = serial::body_lines(serialised, "bpe");
-  TF_CHECK_INPUT(lines.size() >= 2 && lines[0] == "pretokenizer gpt2-classes" && lines[1].starts_with("merges "),
-                 "BpeTokenizer: serialised form lacks 'pretokenizer gpt2-classes' and 'merges <m>' lines");
+  TF_CHECK_INPUT(lines.size() >= 2 && lines[0].starts_with("pretokenizer ") && lines[1].starts_with("merges "),
+                 "BpeTokenizer: serialised form lacks 'pretokenizer <name>' and 'merges <m>' lines");
+  const std::string_view name = lines[0].substr(13);
+  TF_CHECK_INPUT(name == "gpt2" || name == "gpt2-classes", "BpeTokenizer: unknown pre-tokenizer '", name,
+                 "' (known: gpt2, gpt2-classes)");
+  const Pretokenizer pretokenizer = name == "gpt2" ? Pretokenizer::gpt2 : Pretokenizer::gpt2_classes;
   const int64_t m = serial::parse_int(lines[1].substr(7), "merge count");
   TF_CHECK_INPUT(m >= 0 && static_cast<size_t>(m) + 2 <= lines.size(), "BpeTokenizer: serialised form lists ", m,
                  " merges but has ", lines.size() - 2, " lines left");
@@ -277,7 +356,7 @@ BpeTokenizer BpeTokenizer::from_string(std::string_view serialised) {
                    left, ", ", right, ") uses an id not defined before it (< ", 256 + r, ")");
     merges.emplace_back(static_cast<int32_t>(left), static_cast<int32_t>(right));
   }
-  BpeTokenizer tok(std::move(merges));
+  BpeTokenizer tok(std::move(merges), pretokenizer);
   size_t at = static_cast<size_t>(m) + 2;
   tok.specials_from_lines(lines, at);
   return tok;

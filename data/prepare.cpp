@@ -330,7 +330,8 @@ PreparedCorpus prepare_corpus(const CorpusSpec& corpus, const TokenizerSpec& spe
   for (const auto& p : corpus.val_paths) asked += "\t" + fs::absolute(p).lexically_normal().string();
   asked += "\n" + spec.kind;
   if (spec.kind == "bpe")
-    asked += " " + std::to_string(spec.bpe_vocab_size) + " sample " + std::to_string(spec.sample_bytes);
+    asked += " " + std::to_string(spec.bpe_vocab_size) + " sample " + std::to_string(spec.sample_bytes) +
+             " pretokenizer " + std::string(pretokenizer_name(Pretokenizer::gpt2));  // new versions train anew
   for (const auto& special : spec.specials) asked += " " + special;
   PreparedCorpus result;
   result.folder = options.cache_dir / hex16(fnv1a64(asked));

@@ -1,4 +1,6 @@
 // `tapeformer sample CKPT`: continue a prompt with a trained GPT.
+#include <chrono>
+#include <cstdio>
 #include <iostream>
 
 #include "layers/models/gpt.h"
@@ -33,6 +35,10 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   static bool no_kv_cache = false;
   cmd->add_flag("--no-kv-cache", no_kv_cache,
                 "Recompute the whole context for every token instead of decoding with a KV cache (same tokens, slower)");
+  static bool timing = false;
+  cmd->add_flag("--timing", timing,
+                "Print the decoding speed to stderr: the tokens after the first, each one decode step "
+                "(bench/decode_llama_cpp.py reads it)");
   cmd->callback([&exit_code] {
     o.kv_cache = !no_kv_cache;
     train::configure_threads(0);
@@ -45,8 +51,19 @@ void add_sample_command(CLI::App& app, int& exit_code) {
       std::cerr << "note: " << unknown << " characters of the prompt are outside the checkpoint's vocabulary and "
                 << "were read as <unk>\n";
     std::cout << prompt << std::flush;
-    train::sample(*gpt, prompt_ids, o, [&](int32_t id) { generated.push_back(id); });
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point first, last;  // when the first and the last new token were known
+    train::sample(*gpt, prompt_ids, o, [&](int32_t id) {
+      last = Clock::now();
+      if (generated.empty()) first = last;
+      generated.push_back(id);
+    });
     std::cout << loaded.run.tokenizer->decode(generated) << "\n";
+    if (timing && generated.size() > 1) {
+      const double seconds = std::chrono::duration<double>(last - first).count();
+      std::fprintf(stderr, "timing: %zu tokens after the first in %.6f s: %.1f tokens/s\n", generated.size() - 1,
+                   seconds, static_cast<double>(generated.size() - 1) / seconds);
+    }
     exit_code = 0;
   });
 }

@@ -40,10 +40,47 @@ std::string random_bytes(Rng& rng, int64_t length) {
   return s;
 }
 
-TEST(Pretokenize, SplitsWordsSpacesDigitsAndContractions) {
-  const std::vector<std::string_view> chunks = pretokenize("Hello  world\n\nIt's 42!\xC3\xA9t\xC3\xA9 ");
+TEST(Pretokenize, Gpt2ClassesSplitsWordsSpacesDigitsAndContractions) {
+  const std::vector<std::string_view> chunks =
+      pretokenize("Hello  world\n\nIt's 42!\xC3\xA9t\xC3\xA9 ", Pretokenizer::gpt2_classes);
   EXPECT_EQ(chunks, (std::vector<std::string_view>{"Hello", " ", " world", "\n\n", "It", "'s", " 42", "!",
                                                     "\xC3\xA9t\xC3\xA9", " "}));
+}
+
+// Each expected split worked out by hand from GPT-2's expression (Note [pre-tokenisation]), alternative
+// by alternative, with the characters' Unicode general categories.
+TEST(Pretokenize, Gpt2FollowsTheExpression) {
+  using Chunks = std::vector<std::string_view>;
+  const auto split = [](std::string_view text) { return pretokenize(text, Pretokenizer::gpt2); };
+  // \s+(?!\S) leaves a run's last whitespace to what follows: a space leads the word, a newline is alone.
+  EXPECT_EQ(split("Hello  world\n\nIt's 42!\xC3\xA9t\xC3\xA9 "),
+            (Chunks{"Hello", " ", " world", "\n", "\n", "It", "'s", " 42", "!", "\xC3\xA9t\xC3\xA9", " "}));
+  EXPECT_EQ(split("  \n x \t"), (Chunks{"  \n", " x", " \t"}));  // at the end a run stays whole
+  // Contractions are lower case ASCII only; "'" is otherwise punctuation, and joins a run of it.
+  EXPECT_EQ(split("don't I'LL ?'s"), (Chunks{"don", "'t", " I", "'", "LL", " ?'", "s"}));
+  // Unicode classes: an em dash (Pd) and a curly quote (Pf) are punctuation, not letters;
+  // Arabic-Indic digits (Nd), a vulgar fraction (No) and a Roman numeral (Nl) are numbers;
+  // a no-break space (Zs) is whitespace; U+2EBF0 (CJK Extension I, Unicode 15.1) is a letter.
+  EXPECT_EQ(split("a\xE2\x80\x94" "b\xE2\x80\x99"), (Chunks{"a", "\xE2\x80\x94", "b", "\xE2\x80\x99"}));
+  EXPECT_EQ(split("x \xD9\xA3\xD9\xA4\xC2\xBD\xE2\x85\xAB"), (Chunks{"x", " \xD9\xA3\xD9\xA4\xC2\xBD\xE2\x85\xAB"}));
+  EXPECT_EQ(split("x\xC2\xA0y"), (Chunks{"x", "\xC2\xA0", "y"}));
+  EXPECT_EQ(split("\xC2\xA0 y"), (Chunks{"\xC2\xA0", " y"}));
+  EXPECT_EQ(split("\xF0\xAE\xAF\xB0x1"), (Chunks{"\xF0\xAE\xAF\xB0x", "1"}));
+  // A byte that is not UTF-8 is a symbol of its own (U+FFFD), joining a run of punctuation.
+  EXPECT_EQ(split("a\xFF\x80!b\xC3"), (Chunks{"a", "\xFF\x80!", "b", "\xC3"}));
+}
+
+TEST(Pretokenize, Gpt2ChunksPartitionAnyBytes) {
+  Rng rng(17);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::string text = random_bytes(rng, 1 + trial % 63);
+    std::string joined;
+    for (std::string_view chunk : pretokenize(text, Pretokenizer::gpt2)) {
+      ASSERT_FALSE(chunk.empty());
+      joined += chunk;
+    }
+    EXPECT_EQ(joined, text);
+  }
 }
 
 TEST(BpeTokenizer, HandWorkedTrainingExample) {
@@ -71,6 +108,8 @@ std::vector<BpeTokenizer::Merge> naive_train(std::string_view text, int n_merges
   for (auto& [symbols, f] : words)
     for (int32_t& s : symbols) s = static_cast<unsigned char>(s);
   std::vector<BpeTokenizer::Merge> merges;
+  std::vector<std::string> bytes;  // id -> its bytes: a pair spelling a known token is never merged
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
   while (static_cast<int>(merges.size()) < n_merges) {
     std::map<BpeTokenizer::Merge, int64_t> pairs;  // ordered: the first maximum is the smallest pair
     for (const auto& [symbols, f] : words)
@@ -78,10 +117,12 @@ std::vector<BpeTokenizer::Merge> naive_train(std::string_view text, int n_merges
     BpeTokenizer::Merge best{};
     int64_t best_count = 1;
     for (const auto& [p, c] : pairs)
-      if (c > best_count) best = p, best_count = c;
+      if (c > best_count && std::find(bytes.begin(), bytes.end(), bytes[p.first] + bytes[p.second]) == bytes.end())
+        best = p, best_count = c;
     if (best_count < 2) break;
     const int32_t id = 256 + static_cast<int32_t>(merges.size());
     merges.push_back(best);
+    bytes.push_back(bytes[best.first] + bytes[best.second]);
     for (auto& [symbols, f] : words) {
       std::vector<int32_t> out;
       for (size_t i = 0; i < symbols.size(); ++i) {
@@ -148,6 +189,24 @@ TEST(BpeTokenizer, RoundTripsRandomBytes) {
   const BpeTokenizer bytes_tok = BpeTokenizer::train(random_bytes(rng, 20000), 256 + 100);
   const std::string s = english(7, 200) + random_bytes(rng, 500);
   EXPECT_EQ(bytes_tok.decode(bytes_tok.encode(s)), s);
+}
+
+// A tokenizer keeps the pre-tokenizer it was trained with: one stored before gpt2 still encodes as
+// it did, and its name survives the round trip. With a merge of two newlines, "\n\nA" is one chunk
+// "\n\n" for gpt2-classes but "\n", "\n" for gpt2.
+TEST(BpeTokenizer, EachStoredPreTokenizerVersionLoadsAndKeepsItsCut) {
+  const std::string older = "tapeformer-tokenizer bpe 1\npretokenizer gpt2-classes\nmerges 1\n10 10\nspecials 0\n";
+  const std::unique_ptr<Tokenizer> a = Tokenizer::from_string(older);
+  EXPECT_EQ(a->to_string(), older);
+  EXPECT_EQ(a->encode("\n\nA"), (std::vector<int32_t>{256, 'A'}));
+  std::string now = older;
+  now.replace(now.find("gpt2-classes"), 12, "gpt2");
+  const std::unique_ptr<Tokenizer> b = Tokenizer::from_string(now);
+  EXPECT_EQ(b->to_string(), now);
+  EXPECT_EQ(b->encode("\n\nA"), (std::vector<int32_t>{'\n', '\n', 'A'}));
+  EXPECT_EQ(b->encode("\n\n\nA"), (std::vector<int32_t>{256, '\n', 'A'}));
+  now.replace(now.find("gpt2"), 4, "gpt4");
+  EXPECT_THROW(Tokenizer::from_string(now), InputError);
 }
 
 TEST(BpeTokenizer, MergesCompressEnglish) {

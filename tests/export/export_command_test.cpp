@@ -118,12 +118,6 @@ TEST_F(ExportCommand, WhatNoLlamaCppArchitectureExpressesIsListedForEach) {
   EXPECT_NE(refused.err.find("model.arch is bert"), std::string::npos) << refused.err;
   EXPECT_FALSE(fs::exists(out("b.gguf")));
 
-  const fs::path bpe = train("bpe", "tiny_gpt", {"data.tokenizer=bpe", "data.bpe_vocab_size=300"});
-  const auto no_bpe = tapeformer({"export", bpe.string(), "--format", "gguf", "--out", out("p.gguf").string()});
-  EXPECT_EQ(no_bpe.code, 2);
-  EXPECT_NE(no_bpe.err.find("GGUF export of the 'bpe' tokenizer is not supported yet"), std::string::npos) << no_bpe.err;
-  EXPECT_FALSE(fs::exists(out("p.gguf")));
-
   const fs::path windowed = train("windowed", "tiny_gpt", {"model.attention_window=8", "model.position=rope"});
   const auto as_gguf = tapeformer({"export", windowed.string(), "--format", "gguf", "--out", out("w.gguf").string()});
   EXPECT_EQ(as_gguf.code, 2);

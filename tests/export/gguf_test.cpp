@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "data/bpe_tokenizer.h"
 #include "data/char_tokenizer.h"
 #include "export/gguf_read.h"
 #include "export/gguf_tokenizer.h"
@@ -261,6 +262,45 @@ TEST(Gguf, ACharacterVocabularyHoldingTheSpaceMarkIsRefused) {
     EXPECT_NE(std::string(e.what()).find("the character vocabulary holds U+2581"), std::string::npos) << e.what();
   }
   add_gguf_tokenizer(file, data::CharTokenizer::train("a b"));  // without it: accepted
+}
+
+// GPT-2's byte-to-unicode table worked by hand: bytes 0..32 are U+0100..U+0120 (' ' is U+0120 "Ġ",
+// '\n' U+010A "Ċ"), 127..160 U+0121..U+0142, 0xAD U+0143 "Ń"; printable bytes stand for themselves.
+TEST(Gguf, TheBpeVocabularyIsWrittenAsGpt2sByteStringsWithItsMerges) {
+  const data::BpeTokenizer tokenizer = data::BpeTokenizer::train("ab ab ab cd cd cd", 300);  // " c", "ab", " cd", " ab"
+  GgufFile file;
+  add_gguf_tokenizer(file, tokenizer);
+  const testing::TempDir dir;
+  file.write(dir.path() / "t.gguf");
+  const ReadGguf g = read_independently((dir.path() / "t.gguf").string());
+  EXPECT_EQ(g.strings.at("tokenizer.ggml.model"), "gpt2");
+  EXPECT_EQ(g.strings.at("tokenizer.ggml.pre"), "gpt-2");
+  const std::vector<std::string>& tokens = g.string_arrays.at("tokenizer.ggml.tokens");
+  ASSERT_EQ(tokens.size(), 260u);
+  EXPECT_EQ(tokens[' '], "\xC4\xA0");
+  EXPECT_EQ(tokens['\n'], "\xC4\x8A");
+  EXPECT_EQ(tokens[0], "\xC4\x80");
+  EXPECT_EQ(tokens[127], "\xC4\xA1");
+  EXPECT_EQ(tokens[0xAD], "\xC5\x83");
+  EXPECT_EQ(tokens['a'], "a");
+  EXPECT_EQ(tokens[0xFF], "\xC3\xBF");
+  EXPECT_EQ(tokens[258], "\xC4\xA0" "cd");
+  EXPECT_EQ(g.string_arrays.at("tokenizer.ggml.merges"),
+            (std::vector<std::string>{"\xC4\xA0 c", "a b", "\xC4\xA0" "c d", "\xC4\xA0 ab"}));
+  EXPECT_EQ(g.integers.at("tokenizer.ggml.eos_token_id"), 0xFFu);
+}
+
+// The older pre-tokenizer has no llama.cpp counterpart; a GGUF file would cut some texts otherwise.
+TEST(Gguf, ABpeTokenizerWithTheOlderPreTokenizerIsRefused) {
+  const data::BpeTokenizer old({{'a', 'b'}}, data::Pretokenizer::gpt2_classes);
+  GgufFile file;
+  try {
+    add_gguf_tokenizer(file, old);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("older pre-tokenizer 'gpt2-classes'"), std::string::npos) << e.what();
+  }
+  add_gguf_tokenizer(file, data::BpeTokenizer({{'a', 'b'}}));  // gpt2: accepted
 }
 
 }  // namespace
