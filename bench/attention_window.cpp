@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   const int threads = omp_get_max_threads();
   AttentionDims d{1, H, H, T, T, D, D};
   d.scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const AttentionMask full{.causal = true}, window{.causal = true, .variant = {.window = w}};
+  const AttentionMask full{.causal = true}, window = AttentionMask::of({.window = w}, true);
   tf::Rng rng(1);
   const int64_t size = H * T * D;
   const std::vector<float> q = normal(size, rng), k = normal(size, rng), v = normal(size, rng), dout = normal(size, rng);

@@ -81,7 +81,7 @@ struct SoftmaxProblem {
   SoftmaxProblem(int64_t T, bool flash_kernel, tf::kernels::AttentionVariant variant) : flash(flash_kernel) {
     dims = {kBatch, kHeads, kHeads, T, T, kHeadDim, kHeadDim};
     dims.scale = 1.0 / std::sqrt(static_cast<double>(kHeadDim));
-    mask = {true, nullptr, variant};
+    mask = AttentionMask::of(variant, true);
     tf::Rng rng(1);
     const int64_t n = kBatch * kHeads * T * kHeadDim;
     q = normal(n, rng), k = normal(n, rng), v = normal(n, rng), dout = normal(n, rng);

@@ -69,10 +69,8 @@ std::vector<std::string> bert_mismatches(const ModelConfig& c) {
       out.push_back("model.mixers holds another mixer than softmax attention");
       break;
     }
-  const kernels::AttentionVariant plain;
-  need(c.attention.window == plain.window && c.attention.global_tokens == plain.global_tokens &&
-           c.attention.random_blocks == plain.random_blocks,
-       "an attention window or sparse pattern is set");
+  for (const std::string& key : kernels::variant_keys_used(c.attention))
+    out.push_back(key + " is set; the Hugging Face classes have no such attention option");
   const bool rope = c.position == layers::PositionEncoding::rope;
   need(c.position == layers::PositionEncoding::learned || rope,
        std::string("model.position is ") + layers::position_encoding_name(c.position) +

@@ -94,7 +94,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
     if (ctx.attention_weights) ctx.attention_weights->push_back(ops::linear_attention_weights(h.queries, h.keys, linear));
   } else if (ctx.shard) {  // sequence parallel: this rank's chunks, the others' keys round the ring
     const Heads h = project_heads(x, 0, ctx.shard);
-    out = ops::ring_attention(h.queries, h.keys, h.values, {.causal = options.causal, .layout = ctx.shard->layout},
+    out = ops::ring_attention(h.queries, h.keys, h.values, {.causal = options.causal, .layout = ctx.shard->layout, .variant = options.variant},
                               *ctx.shard->comm);
   } else {
     const Heads h = project_heads(x, 0);

@@ -27,11 +27,10 @@ void check_sequence_parallel(const Recipe& r, int64_t ranks) {
     TF_CHECK_INPUT(m.mixer(l) == layers::MixerKind::attention, key, " runs softmax attention round the ring; layer ", l,
                    " has model.mixer ", layers::mixer_name(m.mixer(l)));
   const layers::PositionEncoding p = m.position;
-  TF_CHECK_INPUT(p == layers::PositionEncoding::none || p == layers::PositionEncoding::sinusoidal ||
-                     p == layers::PositionEncoding::learned || p == layers::PositionEncoding::rope,
-                 key, " takes model.position none, sinusoidal, learned or rope, got ", layers::position_encoding_name(p));
-  TF_CHECK_INPUT(m.attention.window == 0 && m.attention.global_tokens == 0 && m.attention.random_blocks == 0, key,
-                 " takes no model.attention_window, attention_global_tokens or attention_random_blocks");
+  TF_CHECK_INPUT(p != layers::PositionEncoding::t5, key, " takes no model.position t5 (ring attention does not carry "
+                 "its learned table's gradient; Note [variant options])");
+  for (const std::string& refused : kernels::variant_keys_used(m.attention, true))
+    TF_CHECK_INPUT(false, key, " takes no ", refused, " (ring attention does not honour it; Note [variant options])");
   TF_CHECK_INPUT(m.attn_dropout == 0, key, " takes no model.attn_dropout (got ", m.attn_dropout, ")");
   const int64_t chunks = ops::ring_chunks_per_rank(layout_of(r)) * ranks;
   TF_CHECK_INPUT(r.data.seq_len % chunks == 0, key, " on ", ranks, " ranks cuts each sequence into ", chunks,

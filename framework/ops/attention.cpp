@@ -72,11 +72,16 @@ std::vector<uint8_t> key_keep_bytes(const Tensor& key_padding, const AttentionDi
   return keep;
 }
 
-AttentionMask make_mask(bool causal, const std::vector<uint8_t>& key_keep, const kernels::AttentionVariant& variant,
-                        const Tensor& relative_bias, const std::vector<int32_t>& bucket_of) {
-  return {.causal = causal, .key_keep = key_keep.empty() ? nullptr : key_keep.data(), .variant = variant,
-          .relative_bias = relative_bias.defined() ? relative_bias.raw_data() : nullptr,
-          .bucket_of = bucket_of.empty() ? nullptr : bucket_of.data()};
+AttentionMask make_mask(bool causal, const std::vector<uint8_t>& key_keep, const kernels::AttentionVariant& variant) {
+  return AttentionMask::of(variant, causal, key_keep.empty() ? nullptr : key_keep.data());
+}
+
+kernels::AttentionScores make_scores(const kernels::AttentionVariant& variant, const Tensor& relative_bias,
+                                     const std::vector<int32_t>& bucket_of) {
+  kernels::AttentionScores scores = kernels::AttentionScores::of(variant);
+  scores.relative_bias = relative_bias.defined() ? relative_bias.raw_data() : nullptr;
+  scores.bucket_of = bucket_of.empty() ? nullptr : bucket_of.data();
+  return scores;
 }
 
 struct AttentionNode : Node {
@@ -92,13 +97,15 @@ struct AttentionNode : Node {
   const char* op_name() const override { return "attention"; }
   void backward() override {
     const Tensor dout = outputs[0].grad();
-    const AttentionMask mask = make_mask(causal, key_keep, variant, relative_bias, bucket_of);
+    const AttentionMask mask = make_mask(causal, key_keep, variant);
     Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
            dv = Tensor::empty(v.shape(), v.dtype());
     Tensor dbias = relative_bias.defined() ? Tensor::zeros(relative_bias.shape(), relative_bias.dtype()) : Tensor();
     dispatch(q.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const kernels::AttentionBackwardArgs<T> a{.dims = dims, .mask = mask, .queries = q.data<T>(), .keys = k.data<T>(),
+      const kernels::AttentionBackwardArgs<T> a{.dims = dims, .mask = mask,
+                                                .scores = make_scores(variant, relative_bias, bucket_of),
+                                                .queries = q.data<T>(), .keys = k.data<T>(),
                                                 .values = v.data<T>(), .out = out.data<T>(),
                                                 .lse = log_sum_exp.data<T>(), .dout = dout.data<T>(),
                                                 .dqueries = dq.data<T>(), .dkeys = dk.data<T>(), .dvalues = dv.data<T>(),
@@ -131,7 +138,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   std::vector<uint8_t> key_keep = key_keep_bytes(options.key_padding, d);
   check_relative_bias("attention", options.relative_bias, d.heads, options.variant, q.dtype());
   std::vector<int32_t> bucket_of = kernels::relative_bucket_table(options.variant, options.causal, d.kv_len);
-  const AttentionMask mask = make_mask(options.causal, key_keep, options.variant, options.relative_bias, bucket_of);
+  const AttentionMask mask = make_mask(options.causal, key_keep, options.variant);
 
   Tensor out = Tensor::empty({d.batch, d.heads, d.q_len, d.value_dim}, q.dtype());  // (B, H, T_q, D_v)
   Tensor lse = Tensor::empty({d.batch, d.heads, d.q_len}, q.dtype());              // (B, H, T_q)
@@ -139,7 +146,9 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   if (weights_out) probs = Tensor::empty({d.batch, d.heads, d.q_len, d.kv_len}, q.dtype());
   dispatch(q.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const kernels::AttentionForwardArgs<T> a{.dims = d, .mask = mask, .queries = q.data<T>(), .keys = k.data<T>(),
+    const kernels::AttentionForwardArgs<T> a{.dims = d, .mask = mask,
+                                             .scores = make_scores(options.variant, options.relative_bias, bucket_of),
+                                             .queries = q.data<T>(), .keys = k.data<T>(),
                                              .values = v.data<T>(), .out = out.data<T>(), .lse = lse.data<T>(),
                                              .probs = probs.defined() ? probs.data<T>() : nullptr};
     attention_forward_kernel(a);

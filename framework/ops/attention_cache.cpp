@@ -69,19 +69,21 @@ Tensor attention_append(const Tensor& queries, const Tensor& keys, const Tensor&
   check_relative_bias("attention_append", relative_bias, H, variant, queries.dtype());
   storage_pool::Scratch<int32_t> bucket_of(variant.relative_buckets > 0 ? 2 * d.kv_len - 1 : 0);  // pooled
   kernels::relative_bucket_table(variant, true, d.kv_len, bucket_of.data());
-  const kernels::AttentionMask mask{.causal = true, .variant = variant, .model_heads = H,
-                                    .relative_bias = relative_bias.defined() ? relative_bias.raw_data() : nullptr,
-                                    .bucket_of = bucket_of.data()};
+  const kernels::AttentionMask mask = kernels::AttentionMask::of(variant, true);
+  kernels::AttentionScores scores = kernels::AttentionScores::of(variant);
+  scores.model_heads = H;
+  scores.relative_bias = relative_bias.defined() ? relative_bias.raw_data() : nullptr;
+  scores.bucket_of = bucket_of.data();
   Tensor out = Tensor::empty({B, H, T, Dv}, queries.dtype());  // (B, H, T, Dv)
   dispatch(queries.dtype(), [&](auto zero) {
     using Scalar = decltype(zero);
     auto pair_args = [&](int64_t pair, Scalar* lse) {  // pair = b G + g
       const int64_t b = pair / G, g = pair % G;
       const int64_t q_row = (b * H + g * d.heads) * T;  // first query row of the group
-      kernels::AttentionMask group_mask = mask;
-      group_mask.first_head = g * d.heads;  // the call sees query heads g H / G .. (g + 1) H / G - 1
+      kernels::AttentionScores group_scores = scores;
+      group_scores.first_head = g * d.heads;  // the call sees query heads g H / G .. (g + 1) H / G - 1
       return kernels::AttentionForwardArgs<Scalar>{
-          .dims = d, .mask = group_mask, .queries = queries.data<Scalar>() + q_row * D,
+          .dims = d, .mask = mask, .scores = group_scores, .queries = queries.data<Scalar>() + q_row * D,
           .keys = cache_k.data<Scalar>() + pair * L * D, .values = cache_v.data<Scalar>() + pair * L * Dv,
           .out = out.data<Scalar>() + q_row * Dv, .lse = lse};
     };

@@ -1,6 +1,6 @@
 // Gradient-check cases for attention: every mask combination, rows with no visible key, grouped
 // heads, T_q != T_k, dropout with a fixed seed, a value size unlike the key size, odd sizes, and the
-// variants (window, ALiBi, T5's learned relative bias).
+// variants (window, ALiBi, T5's learned relative bias, and every row of Note [variant options]).
 #include "framework/ops/attention.h"
 #include "framework/ops/cases.h"
 
@@ -45,6 +45,12 @@ void add_t5_case(std::vector<OpCase>& cases, const std::string& name, Sizes s, A
                      o.relative_bias = in[3];
                      return attention(in[0], in[1], in[2], o);
                    }});
+}
+
+// A case with T5's table as an input when the variant has one.
+void add_any_case(std::vector<OpCase>& cases, const std::string& name, Sizes s, AttentionOptions options) {
+  if (options.variant.relative_buckets > 0) add_t5_case(cases, name, s, options);
+  else add_case(cases, name, s, options);
 }
 
 }  // namespace
@@ -94,6 +100,22 @@ void add_attention_cases(std::vector<OpCase>& cases) {
               {.causal = true, .variant = {.relative_buckets = 4, .relative_max_distance = 4}});
   add_t5_case(cases, "attention (T5 bias, bidirectional + padding, GQA)", {2, 4, 2, 5, 5, 2, 2},
               {.key_padding = padding, .variant = {.relative_buckets = 6, .relative_max_distance = 8}});
+
+  // Every row of Note [variant options] by its example, so that a new row is gradient-checked
+  // without a line here: causal, both ways with padding, and after T5's learned bias (a score
+  // modifier's derivative then reaches the table's gradient too).
+  for (const kernels::VariantOption& option : kernels::kVariantOptions) {
+    const std::string name = std::string("attention (") + option.key;
+    add_any_case(cases, name + ", causal)", {1, 2, 2, 6, 6, 3, 3}, {.causal = true, .variant = option.example});
+    add_any_case(cases, name + ", bidirectional + padding)", {2, 2, 1, 5, 5, 3, 3},
+                 {.key_padding = padding, .variant = option.example});
+    if (option.example.relative_buckets > 0) continue;
+    kernels::AttentionVariant with_t5 = option.example;
+    with_t5.relative_buckets = 4;
+    with_t5.relative_max_distance = 4;
+    add_any_case(cases, name + " after T5's bias, causal, T_q=2 < T_k=5)", {1, 2, 2, 2, 5, 3, 3},
+                 {.causal = true, .variant = with_t5});
+  }
 }
 
 }  // namespace tf::ops

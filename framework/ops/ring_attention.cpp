@@ -16,6 +16,7 @@ namespace {
 
 using kernels::AttentionDims;
 using kernels::AttentionMask;
+using kernels::AttentionScores;
 
 constexpr int kTagBlock = 17, kTagGrads = 18;
 
@@ -59,6 +60,12 @@ struct Ring {
   int holder_at(int step) const { return (rank - step % ranks + ranks) % ranks; }  // whose block at step s
 };
 
+bool any_key_visible(const AttentionDims& d, const AttentionMask& mask) {
+  for (int64_t i = 0; i < d.q_len; ++i)
+    if (mask.key_begin(d, i) < mask.key_end(d, i)) return true;
+  return false;
+}
+
 // Merges a block's (out_b, lse_b) into the running (out, lse) of the same rows (the online softmax).
 template <class T>
 void merge_block(int64_t rows, int64_t width, const T* out_b, const T* lse_b, T* out, T* lse) {
@@ -91,13 +98,16 @@ struct RingAttentionNode : Node {
   Chunking chunking;
   Ring ring;
   bool causal;
+  kernels::AttentionVariant variant;
   dist::Comm* comm;
   const char* op_name() const override { return "ring_attention"; }
   void backward() override;
 
   // The N steps of Note [ring attention]: `held` starts as this rank's block; at each step the next
-  // block is received into `arriving` while compute(qi, kj, mask) runs for every visible pair of a
-  // local query chunk qi and a chunk kj of the block held; then after_step() (the accumulators' hop).
+  // block is received into `arriving` while compute(qi, kj, dims, mask) runs for every pair of a
+  // local query chunk qi and a chunk kj of the block held in which some query sees some key; then
+  // after_step() (the accumulators' hop). A pair's dims place its query chunk after its key chunk by
+  // their distance in positions, so the variant's mask and score modifiers see true positions.
   template <class T, class Compute, class AfterStep>
   void ring_steps(Tensor& held, Tensor& arriving, Compute&& compute, AfterStep&& after_step) {
     const int64_t block = ChunkSizes(dims, chunking).block;
@@ -111,12 +121,14 @@ struct RingAttentionNode : Node {
       const auto start = Clock::now();
       for (int64_t qi = 0; qi < chunking.chunks; ++qi)
         for (int64_t kj = 0; kj < chunking.chunks; ++kj) {
-          const Pair kind = pair_kind(causal, ring_chunk_of(ring.layout, ring.rank, ring.ranks, qi),
-                                      ring_chunk_of(ring.layout, holder, ring.ranks, kj));
-          if (kind == Pair::empty) continue;
-          AttentionMask mask;
-          mask.causal = kind == Pair::diagonal;
-          compute(qi, kj, mask);
+          const int64_t query_chunk = ring_chunk_of(ring.layout, ring.rank, ring.ranks, qi);
+          const int64_t key_chunk = ring_chunk_of(ring.layout, holder, ring.ranks, kj);
+          if (pair_kind(causal, query_chunk, key_chunk) == Pair::empty) continue;
+          AttentionDims pair = dims;
+          pair.query_offset = (query_chunk - key_chunk) * dims.q_len;
+          const AttentionMask mask = AttentionMask::of(variant, causal);
+          if (!any_key_visible(pair, mask)) continue;  // e.g. a key chunk wholly outside the window
+          compute(qi, kj, pair, mask);
         }
       const auto computed = Clock::now();
       receive.wait();
@@ -161,10 +173,11 @@ void ring_forward(const Tensor& q, const Tensor& k, const Tensor& v, RingAttenti
   std::fill(lse, lse + ch.chunks * size.lse, -std::numeric_limits<T>::infinity());
   Tensor held = pack_block<T>(k, v, d, ch), arriving = Tensor::empty({size.block}, q.dtype());
   Tensor o_b = Tensor::empty({size.o}, q.dtype()), lse_b = Tensor::empty({size.lse}, q.dtype());
+  const AttentionScores scores = AttentionScores::of(n.variant);
   n.ring_steps<T>(
       held, arriving,
-      [&](int64_t qi, int64_t kj, const AttentionMask& mask) {
-        attention_forward_kernel<T>({.dims = d, .mask = mask, .queries = qc + qi * size.q,
+      [&](int64_t qi, int64_t kj, const AttentionDims& pair, const AttentionMask& mask) {
+        attention_forward_kernel<T>({.dims = pair, .mask = mask, .scores = scores, .queries = qc + qi * size.q,
                                      .keys = held.data<T>() + kj * size.k,
                                      .values = held.data<T>() + ch.chunks * size.k + kj * size.v,
                                      .out = o_b.data<T>(), .lse = lse_b.data<T>()});
@@ -187,6 +200,7 @@ void ring_backward(RingAttentionNode& n, const Tensor& dout, Tensor& dq, Tensor&
   // block leaves before its compute, the accumulators after it.
   Tensor held = pack_block<T>(n.keys, n.values, d, ch), arriving = Tensor::empty({size.block}, dtype);
   Tensor grads = Tensor::zeros({size.block}, dtype), grads_arriving = Tensor::empty({size.block}, dtype);
+  const AttentionScores scores = AttentionScores::of(n.variant);
   Tensor dq_b = Tensor::empty({size.q}, dtype), dk_b = Tensor::empty({size.k}, dtype),
          dv_b = Tensor::empty({size.v}, dtype);
   auto add = [](T* into, const Tensor& part, int64_t n) {
@@ -194,9 +208,9 @@ void ring_backward(RingAttentionNode& n, const Tensor& dout, Tensor& dq, Tensor&
   };
   n.ring_steps<T>(
       held, arriving,
-      [&](int64_t qi, int64_t kj, const AttentionMask& mask) {
+      [&](int64_t qi, int64_t kj, const AttentionDims& pair, const AttentionMask& mask) {
         attention_backward_kernel<T>(
-            {.dims = d, .mask = mask, .queries = q_chunks.data<T>() + qi * size.q,
+            {.dims = pair, .mask = mask, .scores = scores, .queries = q_chunks.data<T>() + qi * size.q,
              .keys = held.data<T>() + kj * size.k, .values = held.data<T>() + ch.chunks * size.k + kj * size.v,
              .out = out_chunks.data<T>() + qi * size.o, .lse = n.lse_chunks.data<T>() + qi * size.lse,
              .dout = dout_chunks.data<T>() + qi * size.o, .dqueries = dq_b.data<T>(), .dkeys = dk_b.data<T>(),
@@ -279,6 +293,9 @@ Tensor ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, const R
                k.dim(1) == v.dim(1) && q.dim(1) % k.dim(1) == 0 && k.dim(3) == q.dim(3) && local % chunks == 0,
            "ring_attention: shapes q ", q.shape(), ", k ", k.shape(), ", v ", v.shape(), " do not fit (B, H, T_l, D), "
            "(B, H_kv, T_l, D), (B, H_kv, T_l, D_v) with H a multiple of H_kv and T_l a multiple of ", chunks);
+  const std::vector<std::string> refused = kernels::variant_keys_used(options.variant, true);
+  TF_CHECK(refused.empty(), "ring_attention: ring attention does not honour ", refused.front(),
+           " (Note [variant options])");
   auto node = std::make_unique<RingAttentionNode>();
   AttentionDims& d = node->dims;
   d.batch = q.dim(0);
@@ -291,6 +308,7 @@ Tensor ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, const R
   node->chunking = {d.batch, chunks, d.q_len};
   node->ring = {options.layout, comm.rank(), comm.size()};
   node->causal = options.causal;
+  node->variant = options.variant;
   node->comm = &comm;
   const DType dtype = q.dtype();
   node->lse_chunks = Tensor::empty({d.batch * d.heads * local}, dtype);

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "framework/dist/comm.h"
+#include "framework/kernels/reference/attention_variant.h"
 #include "framework/tensor.h"
 
 namespace tf::ops {
@@ -48,6 +49,10 @@ struct RingAttentionOptions {
   bool causal = false;
   RingLayout layout = RingLayout::zigzag;
   double scale = 0;  // 0 means 1 / sqrt(D)
+  // The options of Note [variant options] whose row says `ring`: each chunk pair runs the kernels
+  // with the pair's distance as AttentionDims::query_offset, so windows and position-dependent
+  // scores see true positions. The others are refused.
+  kernels::AttentionVariant variant = {};
 };
 
 // Chunks per rank: 1 (contiguous) or 2 (zigzag); the global chunk index of local chunk c of `rank`.

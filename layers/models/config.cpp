@@ -214,11 +214,9 @@ void ModelConfig::mixer_problems(std::vector<ConfigError>& found) const {
   TF_NOTE_CONFIG(found, absolute, ({"model.position", "model.mixer"}), every,
                  " takes model.position none, sinusoidal or learned, got ", position_encoding_name(position),
                  " (ALiBi and T5 act on scores, which these layers never form, and RoPE rotates queries and keys)");
-  TF_NOTE_CONFIG(found, attention.window == 0 && attention.global_tokens == 0 && attention.random_blocks == 0,
-                 ({"model.attention_window", "model.attention_global_tokens", "model.attention_random_blocks",
-                   "model.mixer"}),
-                 "model.attention_window and the sparse patterns mask scores: with ", every, " they would act on "
-                 "nothing");
+  for (const std::string& key : kernels::variant_keys_used(attention))
+    TF_NOTE_CONFIG(found, false, ({key, "model.mixer"}), key, " acts on attention scores: with ", every,
+                   " it would act on nothing");
   TF_NOTE_CONFIG(found, attn_dropout == 0, ({"model.attn_dropout", "model.mixer"}),
                  "model.attn_dropout drops attention probabilities: with ", every, " it would act on nothing");
 }

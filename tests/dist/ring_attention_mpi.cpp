@@ -46,6 +46,7 @@ struct Case {
   int64_t batch, heads, kv_heads, chunk, head_dim, value_dim;
   DType dtype;
   double tolerance;
+  kernels::AttentionVariant variant = {};
 };
 
 void check_case(const Case& c) {
@@ -63,14 +64,14 @@ void check_case(const Case& c) {
 
   // Single process, whole sequence.
   Tensor fq = q.clone().set_requires_grad(), fk = k.clone().set_requires_grad(), fv = v.clone().set_requires_grad();
-  const Tensor full_out = attention(fq, fk, fv, {.causal = c.causal});
+  const Tensor full_out = attention(fq, fk, fv, {.causal = c.causal, .variant = c.variant});
   backward(sum(mul(full_out, weight)));
 
   // This rank's rows, through the ring.
   const std::vector<int64_t> mine = ring_positions(c.layout, rank, ranks, seq);
   Tensor lq = rows_of(q, mine).set_requires_grad(), lk = rows_of(k, mine).set_requires_grad(),
          lv = rows_of(v, mine).set_requires_grad();
-  const Tensor out = ring_attention(lq, lk, lv, {.causal = c.causal, .layout = c.layout}, comm);
+  const Tensor out = ring_attention(lq, lk, lv, {.causal = c.causal, .layout = c.layout, .variant = c.variant}, comm);
   backward(sum(mul(out, rows_of(weight, mine))));
 
   EXPECT_LE(max_relative_difference(out, rows_of(full_out, mine)), c.tolerance) << "output";
@@ -89,6 +90,44 @@ TEST(RingAttention, Float64MatchesSingleProcessAttention) {
 
 TEST(RingAttention, Float32ThroughTheFastKernels) {
   for (bool causal : {true, false}) check_case({causal, RingLayout::zigzag, 1, 2, 2, 67, 16, 16, DType::f32, 2e-5});
+}
+
+// Every option of Note [variant options] through the ring: those whose row says `ring` give the
+// single-process result (windows narrower than a chunk and wider, so that some chunk pairs are
+// skipped whole and others cut), the others are refused by name. A new row without a case here fails.
+TEST(RingAttention, EveryAttentionVariantMatchesOrIsRefused) {
+  using kernels::AttentionVariant;
+  const std::vector<AttentionVariant> variants = {
+      {.window = 3},
+      {.window = 11},
+      {.alibi = true},
+      {.window = 6, .alibi = true},
+      {.window = 3, .global_tokens = 1},
+      {.window = 3, .random_blocks = 1, .sparse_block = 2, .random_seed = 5},
+      {.relative_buckets = 4, .relative_max_distance = 8},
+  };
+  for (const kernels::VariantOption& option : kernels::kVariantOptions) {
+    bool covered = false;
+    for (const AttentionVariant& v : variants) covered |= option.used(v);
+    EXPECT_TRUE(covered) << option.key << " has no case";
+  }
+  for (const AttentionVariant& v : variants) {
+    const std::vector<std::string> refused = kernels::variant_keys_used(v, true);
+    SCOPED_TRACE(::testing::Message() << "variant using " << kernels::variant_keys_used(v).front());
+    for (bool causal : {true, false})
+      for (RingLayout layout : {RingLayout::zigzag, RingLayout::contiguous}) {
+        const Case c{causal, layout, 1, 4, 2, 5, 4, 4, DType::f64, 1e-12, v};
+        if (refused.empty()) {
+          check_case(c);
+        } else {
+          const int64_t local = c.chunk * ring_chunks_per_rank(layout);
+          Tensor q = Tensor::zeros({1, 4, local, 4}, DType::f64), k = Tensor::zeros({1, 2, local, 4}, DType::f64);
+          EXPECT_THROW(ring_attention(q, k, k, {.causal = causal, .layout = layout, .variant = v}, dist::Comm::world()),
+                       Error);
+        }
+      }
+    if (refused.empty()) check_case({true, RingLayout::zigzag, 1, 2, 2, 67, 16, 16, DType::f32, 2e-5, v});
+  }
 }
 
 // The work each rank does (Note [ring attention]): zigzag gives every rank the same share of a causal

@@ -112,6 +112,13 @@ TEST_F(SequenceParallel, RefusesWhatTheRingCannotRun) {
   const Outcome odd = run(dir_.path(), "odd", 2, args("odd", {"train.sequence_parallel=zigzag", "data.seq_len=30"}));
   EXPECT_EQ(odd.code, 2);
   EXPECT_NE(odd.err.find("data.seq_len (30) must be a multiple of 4"), std::string::npos) << odd.err;
+  // Longformer's global tokens: a row of Note [variant options] that the ring does not honour.
+  const Outcome global = run(dir_.path(), "global", 2,
+                             args("global", {"train.sequence_parallel=zigzag", "model.attention_window=4",
+                                             "model.attention_global_tokens=1"}));
+  EXPECT_EQ(global.code, 2);
+  EXPECT_NE(global.err.find("takes no model.attention_global_tokens (ring attention does not honour it"),
+            std::string::npos) << global.err;
 }
 
 }  // namespace

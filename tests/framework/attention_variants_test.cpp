@@ -152,8 +152,8 @@ TEST(AttentionAlibi, ZeroQueriesGiveTheBiasSoftmax) {
 // attention over the whole sequence, with the variant's bias for each absolute head and position.
 TEST(AttentionAppend, VariantsMatchTheFullAttentionRows) {
   const NoGradGuard no_grad;
-  for (const AttentionVariant var : {AttentionVariant{.window = 3}, AttentionVariant{.alibi = true},
-                                     AttentionVariant{.window = 2, .alibi = true}}) {
+  for (const AttentionVariant& var : {AttentionVariant{.window = 3}, AttentionVariant{.alibi = true},
+                                      AttentionVariant{.window = 2, .alibi = true}}) {
     for (DType dt : {DType::f64, DType::f32}) {
       Rng rng(13);
       const int64_t H = 6, G = 2, T = 9, D = 4;

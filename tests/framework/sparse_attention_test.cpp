@@ -71,7 +71,7 @@ TEST(SparseAttention, BlockSkippingNeverDropsAVisibleKey) {
   for (bool causal : {true, false}) {
     const int64_t T = 200;
     const AttentionVariant var{.window = 7, .global_tokens = 2, .random_blocks = 2, .sparse_block = 16, .random_seed = 3};
-    const kernels::AttentionMask mask{.causal = causal, .variant = var};
+    const kernels::AttentionMask mask = kernels::AttentionMask::of(var, causal);
     kernels::AttentionDims d;
     d.q_len = d.kv_len = T;
     int64_t skipped = 0;

@@ -150,49 +150,65 @@ TEST_P(CachedGpt, Float32LogitsMatchTheFullForwardToRounding) {
     EXPECT_TRUE(all_close(results[i].cached, results[i].full, 0, 2e-5)) << "chunk " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(, CachedGpt,
-                         ::testing::Values(CacheCase{PositionEncoding::none, 2, 0},
-                                           CacheCase{PositionEncoding::sinusoidal, 2, 0},
-                                           CacheCase{PositionEncoding::learned, 2, 0},
-                                           CacheCase{PositionEncoding::rope, 2, 0},
-                                           CacheCase{PositionEncoding::learned, 4, 2},   // grouped-query
-                                           CacheCase{PositionEncoding::rope, 4, 1},      // multi-query
-                                           CacheCase{PositionEncoding::sinusoidal, 4, 2},
-                                           // ALiBi: each query head's slope follows it into its
-                                           // key/value group's decoding call
-                                           CacheCase{PositionEncoding::alibi, 4, 2},
-                                           // a window shorter than the sequence: decoding drops
-                                           // the keys that slide out of it
-                                           CacheCase{PositionEncoding::learned, 2, 0, 3},
-                                           CacheCase{PositionEncoding::alibi, 4, 1, 5},
-                                           // RoPE stretched for a longer context
-                                           CacheCase{PositionEncoding::rope, 4, 2, 0, ops::RopeScalingKind::yarn},
-                                           CacheCase{PositionEncoding::rope, 2, 0, 0, ops::RopeScalingKind::ntk},
-                                           // T5's learned bias, its bucket table built per decoding step
-                                           CacheCase{PositionEncoding::t5, 4, 2},
-                                           CacheCase{PositionEncoding::t5, 2, 0, 3},
-                                           // Longformer and BigBird patterns: the cache keeps every row
-                                           CacheCase{PositionEncoding::rope, 4, 2, 2, ops::RopeScalingKind::none, 2, 0},
-                                           CacheCase{PositionEncoding::alibi, 2, 0, 2, ops::RopeScalingKind::none, 1, 2},
-                                           // linear attention: a (D, D + 1) state per head instead of
-                                           // keys and values; alone, and beside a windowed RoPE layer
-                                           CacheCase{PositionEncoding::learned, 2, 0, 0, ops::RopeScalingKind::none, 0, 0,
-                                                     {MixerKind::linear}},
-                                           CacheCase{PositionEncoding::rope, 2, 0, 3, ops::RopeScalingKind::none, 0, 0,
-                                                     {MixerKind::linear, MixerKind::attention}},
-                                           // differential attention: two key buffers of G / 2 heads
-                                           // and values of width 2D; grouped-query with RoPE, then
-                                           // beside a softmax layer under ALiBi and a window
-                                           CacheCase{PositionEncoding::rope, 4, 2, 0, ops::RopeScalingKind::none, 0, 0,
-                                                     {MixerKind::differential}},
-                                           CacheCase{PositionEncoding::alibi, 4, 0, 3, ops::RopeScalingKind::none, 0, 0,
-                                                     {MixerKind::differential, MixerKind::attention}},
-                                           // Mamba: the convolution's last K - 1 inputs and the scan's
-                                           // state; alone, and beside a windowed RoPE layer (Jamba)
-                                           CacheCase{PositionEncoding::none, 2, 0, 0, ops::RopeScalingKind::none, 0, 0,
-                                                     {MixerKind::mamba}},
-                                           CacheCase{PositionEncoding::rope, 2, 0, 3, ops::RopeScalingKind::none, 0, 0,
-                                                     {MixerKind::mamba, MixerKind::attention}}));
+const CacheCase kCacheCases[] = {
+    CacheCase{PositionEncoding::none, 2, 0},
+    CacheCase{PositionEncoding::sinusoidal, 2, 0},
+    CacheCase{PositionEncoding::learned, 2, 0},
+    CacheCase{PositionEncoding::rope, 2, 0},
+    CacheCase{PositionEncoding::learned, 4, 2},   // grouped-query
+    CacheCase{PositionEncoding::rope, 4, 1},      // multi-query
+    CacheCase{PositionEncoding::sinusoidal, 4, 2},
+    // ALiBi: each query head's slope follows it into its
+    // key/value group's decoding call
+    CacheCase{PositionEncoding::alibi, 4, 2},
+    // a window shorter than the sequence: decoding drops
+    // the keys that slide out of it
+    CacheCase{PositionEncoding::learned, 2, 0, 3},
+    CacheCase{PositionEncoding::alibi, 4, 1, 5},
+    // RoPE stretched for a longer context
+    CacheCase{PositionEncoding::rope, 4, 2, 0, ops::RopeScalingKind::yarn},
+    CacheCase{PositionEncoding::rope, 2, 0, 0, ops::RopeScalingKind::ntk},
+    // T5's learned bias, its bucket table built per decoding step
+    CacheCase{PositionEncoding::t5, 4, 2},
+    CacheCase{PositionEncoding::t5, 2, 0, 3},
+    // Longformer and BigBird patterns: the cache keeps every row
+    CacheCase{PositionEncoding::rope, 4, 2, 2, ops::RopeScalingKind::none, 2, 0},
+    CacheCase{PositionEncoding::alibi, 2, 0, 2, ops::RopeScalingKind::none, 1, 2},
+    // linear attention: a (D, D + 1) state per head instead of
+    // keys and values; alone, and beside a windowed RoPE layer
+    CacheCase{PositionEncoding::learned, 2, 0, 0, ops::RopeScalingKind::none, 0, 0,
+              {MixerKind::linear}},
+    CacheCase{PositionEncoding::rope, 2, 0, 3, ops::RopeScalingKind::none, 0, 0,
+              {MixerKind::linear, MixerKind::attention}},
+    // differential attention: two key buffers of G / 2 heads
+    // and values of width 2D; grouped-query with RoPE, then
+    // beside a softmax layer under ALiBi and a window
+    CacheCase{PositionEncoding::rope, 4, 2, 0, ops::RopeScalingKind::none, 0, 0,
+              {MixerKind::differential}},
+    CacheCase{PositionEncoding::alibi, 4, 0, 3, ops::RopeScalingKind::none, 0, 0,
+              {MixerKind::differential, MixerKind::attention}},
+    // Mamba: the convolution's last K - 1 inputs and the scan's
+    // state; alone, and beside a windowed RoPE layer (Jamba)
+    CacheCase{PositionEncoding::none, 2, 0, 0, ops::RopeScalingKind::none, 0, 0,
+              {MixerKind::mamba}},
+    CacheCase{PositionEncoding::rope, 2, 0, 3, ops::RopeScalingKind::none, 0, 0,
+              {MixerKind::mamba, MixerKind::attention}}};
+INSTANTIATE_TEST_SUITE_P(, CachedGpt, ::testing::ValuesIn(kCacheCases));
+
+// Decoding is one of the paths every option of Note [variant options] must go through: a new row
+// there without a case above fails here.
+TEST(KvCache, EveryAttentionVariantOptionHasADecodingCase) {
+  for (const kernels::VariantOption& option : kernels::kVariantOptions) {
+    bool covered = false;
+    for (const CacheCase& c : kCacheCases) {
+      ModelConfig m = cached_config(c.position, c.heads, c.kv_heads, c.window);
+      m.attention.global_tokens = c.global_tokens;
+      m.attention.random_blocks = c.random_blocks;
+      covered |= option.used(m.block_options(0).attn.variant);
+    }
+    EXPECT_TRUE(covered) << option.key << " has no decoding case";
+  }
+}
 
 // Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
 // untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm, SwiGLU; token by token after a

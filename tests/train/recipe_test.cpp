@@ -277,7 +277,7 @@ TEST(Recipe, MixerIsAPatternOfNamesAndRefusesWhatItsLayersCannotTake) {
   expect_refused("model:\n  position: rope\n  mixer: mamba\n",
                  {"bad.yaml:2:3", "model.mixer mamba in every layer takes model.position none"});
   expect_refused("model:\n  mixer: [linear, mamba]\n  attention_window: 4\n",
-                 {"bad.yaml:3:3", "with model.mixer linear and mamba in every layer they would act on nothing"});
+                 {"bad.yaml:3:3", "model.attention_window acts on attention scores: with model.mixer linear and mamba in every layer it would act on nothing"});
   expect_refused("model:\n  mixer: mamba\n  mamba_conv: 0\n", {"bad.yaml:3:3", "model.mamba_conv"});
 }
 

@@ -117,5 +117,23 @@ TEST(Recipes, DocsMentionEveryKey) {
                                << ::testing::PrintToString(missing);
 }
 
+// scripts/tapeformer_model.py (the PyTorch twin that loads exported models) must know every model
+// key: a field of its ModelConfig (from_dict refuses unknown keys) that the code then reads
+// (cfg.key or self.key: it builds the option, or refuses it by name). A new model option that the
+// twin ignores fails here. model.init_std alone is exempt: it decides only how training starts, and
+// the twin runs trained weights.
+TEST(Recipes, ThePythonMirrorHandlesEveryModelKey) {
+  const std::string mirror = read_file(source_path("scripts/tapeformer_model.py"));
+  std::vector<std::string> missing;
+  for (const RecipeKeyDoc& k : recipe_keys()) {
+    if (k.key.rfind("model.", 0) != 0 || k.key == "model.init_std") continue;
+    const std::string name = k.key.substr(6);
+    const bool field = std::regex_search(mirror, std::regex("\n    " + name + ": "));
+    const bool read = std::regex_search(mirror, std::regex("(cfg|self)\\." + name + "($|[^A-Za-z0-9_])"));
+    if (!field || !read) missing.push_back(k.key + (field ? " (never read)" : " (no field)"));
+  }
+  EXPECT_TRUE(missing.empty()) << "scripts/tapeformer_model.py does not handle " << ::testing::PrintToString(missing);
+}
+
 }  // namespace
 }  // namespace tf::train

@@ -52,15 +52,16 @@ inline Row row_of(const AttentionDims& d, int64_t r) {
 // Keeps the OpenMP fork out of tiny problems (decoding one token, unit tests).
 bool parallel_worth_it(const AttentionDims& d) { return d.batch * d.heads * d.q_len * d.kv_len > 4096; }
 
-// Scales raw scores q.k of query row (b, h, i), adds the variant's score bias and sets masked ones to
+// Scales raw scores q.k of query row (b, h, i), applies the score modifiers and sets masked ones to
 // -inf (Notes [attention masks] and [attention variants]): first the position run
 // [key_begin, key_end), then the per-key padding. Returns the row's max.
-float mask_and_scale_row(const AttentionDims& d, const AttentionMask& mask, const Row& row, float* s) {
+float mask_and_scale_row(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores, const Row& row,
+                         float* s) {
   const int64_t begin = mask.key_begin(d, row.i), end = mask.key_end(d, row.i), b = row.b;
   const float scale = static_cast<float>(d.scale);
   for (int64_t j = 0; j < begin; ++j) s[j] = kNegInf;
   for (int64_t j = begin; j < end; ++j) s[j] = scale * s[j];
-  if (end > begin) mask.add_score_bias(d, row.h, row.i, begin, end - begin, s + begin);
+  if (end > begin) scores.modify(d, row.h, row.i, begin, end - begin, s + begin);
   if (end > begin) mask.mask_sparse(d, row.i, begin, end - begin, s + begin);
   for (int64_t j = end > begin ? end : begin; j < d.kv_len; ++j) s[j] = kNegInf;
   if (mask.key_keep) {
@@ -92,7 +93,7 @@ void attention_forward_fast(const AttentionForwardArgs<float>& a) {
   for (int64_t r = 0; r < rows; ++r) {
     const Row row = row_of(d, r);
     float* s = p + r * d.kv_len;  // (T_k)
-    const float max = mask_and_scale_row(d, mask, row, s);
+    const float max = mask_and_scale_row(d, mask, a.scores, row, s);
     if (max == kNegInf) {  // no visible key: Note [attention masks]
       for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
       lse[r] = kNegInf;
@@ -129,7 +130,7 @@ void attention_backward_fast(const AttentionBackwardArgs<float>& a) {
     if (lse[r] == kNegInf) {      // no visible key: P = 0
       for (int64_t j = 0; j < d.kv_len; ++j) s[j] = 0;
     } else {
-      mask_and_scale_row(d, mask, row, s);
+      mask_and_scale_row(d, mask, a.scores, row, s);
       exp_shifted(s, lse[r], d.kv_len, s);
     }
     if (d.dropout > 0) {
@@ -154,10 +155,13 @@ void attention_backward_fast(const AttentionBackwardArgs<float>& a) {
     const float scale = static_cast<float>(d.scale);
     if (d.dropout > 0) dropout_row(d, r, dr);
     for (int64_t j = 0; j < d.kv_len; ++j) dr[j] = scale * pr[j] * (dr[j] - delta);
+    const Row row = row_of(d, r);
+    const int64_t begin = mask.key_begin(d, row.i), end = mask.key_end(d, row.i);
+    if (end > begin) a.scores.chain(end - begin, pr + begin, lse[r], dr + begin);  // through the modifiers
   }
 
-  // T5 bias: its table's gradient is dS summed by bucket. One thread per head, so no two add into the
-  // same row of the table.
+  // Learned modifiers (T5's table): their gradient is dS summed by bucket. One thread per head, so no
+  // two add into the same row of the table.
   if (a.drelative_bias) {
     const float inv_scale = static_cast<float>(1.0 / d.scale);
 #pragma omp parallel for schedule(static) if (parallel)
@@ -165,8 +169,7 @@ void attention_backward_fast(const AttentionBackwardArgs<float>& a) {
       for (int64_t b = 0; b < d.batch; ++b)
         for (int64_t i = 0; i < d.q_len; ++i) {
           const int64_t r = (b * d.heads + h) * d.q_len + i, begin = mask.key_begin(d, i), end = mask.key_end(d, i);
-          if (end > begin)
-            mask.add_score_bias_grad(d, h, i, begin, end - begin, ds + r * d.kv_len + begin, inv_scale, a.drelative_bias);
+          a.scores.add_param_grads(d, h, i, begin, end - begin, ds + r * d.kv_len + begin, inv_scale, a.drelative_bias);
         }
   }
   head_matmul(d, gq, d.head_dim, d.kv_len, false, false, ds, k, dq);      // dQ = scale dS K

@@ -36,7 +36,7 @@ void attention_step_fast(const AttentionForwardArgs<float>& a) {
       for (int64_t c = 0; c < D; ++c) dot += qi[c] * kj[c];
       s[j] = scale * dot;
     }
-    mask.add_score_bias(d, r / d.q_len, i, begin, end - begin, s + begin);  // Note [attention variants]
+    a.scores.modify(d, r / d.q_len, i, begin, end - begin, s + begin);  // Note [attention variants]
     mask.mask_sparse(d, i, begin, end - begin, s + begin);  // the window's own key always stays
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = begin; j < end; ++j) max = s[j] > max ? s[j] : max;

@@ -96,9 +96,12 @@ void attention_layer_step_fast(const AttentionLayerStepArgs& a) {
         rotate_rows(q, Hg, D, a.rope_cos, a.rope_sin);
         rotate_rows(k_new, 1, D, a.rope_cos, a.rope_sin);
       }
-      AttentionMask mask{.causal = true, .variant = a.variant, .first_head = g * Hg, .model_heads = H,
-                         .relative_bias = a.relative_bias, .bucket_of = a.bucket_of};
-      attention_step_fast({.dims = d, .mask = mask, .queries = q, .keys = a.keys + g * L * D,
+      AttentionScores scores = AttentionScores::of(a.variant);
+      scores.first_head = g * Hg;
+      scores.model_heads = H;
+      scores.relative_bias = a.relative_bias;
+      scores.bucket_of = a.bucket_of;
+      attention_step_fast({.dims = d, .mask = AttentionMask::of(a.variant, true), .scores = scores, .queries = q, .keys = a.keys + g * L * D,
                            .values = a.values + g * L * D, .out = heads.data() + q_row});
     }
     // Output projection over this thread's heads: the columns of W_O it computed the inputs of.

@@ -34,7 +34,7 @@ struct AttentionLayerStepArgs {
   const float* rope_sin = nullptr;     //   (no rotation); pairs (2i, 2i + 1) as ops::rope
   AttentionVariant variant = {};
   const float* relative_bias = nullptr;  // T5 bias: (H, buckets) and the bucket of each distance, as in
-  const int32_t* bucket_of = nullptr;    //   AttentionMask, for T_k = cached + 1
+  const int32_t* bucket_of = nullptr;    //   AttentionScores, for T_k = cached + 1
   float* out = nullptr;  // (C) = proj(attention(qkv(x)))
 };
 

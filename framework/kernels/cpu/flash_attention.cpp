@@ -135,9 +135,9 @@ bool any_key_kept(const AttentionDims& d, const AttentionMask& mask, int64_t b, 
 }
 
 // s (nr, Bc) holds raw q.k of rows i0.. of head h and keys j0..j0 + nc: scale the visible ones and
-// add the variant's score bias to them, set the rest (outside row i's run, padding, columns past the
+// apply the score modifiers to them, set the rest (outside row i's run, padding, columns past the
 // block's last key) to -inf (Notes [attention masks] and [attention variants]).
-void mask_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t h, int64_t i0, int64_t nr,
+void mask_scores(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores, int64_t b, int64_t h, int64_t i0, int64_t nr,
                  int64_t j0, int64_t nc, float* s) {
   const float scale = static_cast<float>(d.scale);
   const uint8_t* keep = mask.key_keep ? mask.key_keep + b * d.kv_len + j0 : nullptr;  // (nc)
@@ -148,7 +148,7 @@ void mask_scores(const AttentionDims& d, const AttentionMask& mask, int64_t b, i
     for (int64_t jj = 0; jj < begin; ++jj) row[jj] = kNegInf;
 #pragma omp simd
     for (int64_t jj = begin; jj < end; ++jj) row[jj] *= scale;
-    mask.add_score_bias(d, h, i0 + ii, j0 + begin, end - begin, row + begin);
+    scores.modify(d, h, i0 + ii, j0 + begin, end - begin, row + begin);
     mask.mask_sparse(d, i0 + ii, j0 + begin, end - begin, row + begin);
     for (int64_t jj = end; jj < kBlockK; ++jj) row[jj] = kNegInf;
     if (keep)
@@ -205,14 +205,14 @@ struct ForwardScratch {
 
 // The score block S = scale Q K^T of rows i0.. against keys j0.., masked: the first steps of both
 // the forward and the probabilities sweep.
-void score_block(const AttentionDims& d, const AttentionMask& mask, int64_t b, int64_t h, int64_t i0, int64_t nr,
+void score_block(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores, int64_t b, int64_t h, int64_t i0, int64_t nr,
                  const float* q_rows, const float* k_head, int64_t j0, int64_t nc, float* kt, float* s) {
   transpose_block(k_head + j0 * d.head_dim, nc, d.head_dim, kt);
   block_product<false>(nr, kBlockK, d.head_dim, q_rows, d.head_dim, 1, kt, kBlockK, s, kBlockK);
-  mask_scores(d, mask, b, h, i0, nr, j0, nc, s);
+  mask_scores(d, mask, scores, b, h, i0, nr, j0, nc, s);
 }
 
-void forward_query_block(const AttentionDims& d, const AttentionMask& mask, const float* q, const float* k,
+void forward_query_block(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores, const float* q, const float* k,
                          const float* v, float* out, float* lse, float* probs, int64_t b, int64_t h, int64_t qb) {
   const int64_t i0 = qb * kBlockQ, nr = std::min(kBlockQ, d.q_len - i0);
   const int64_t row0 = (b * d.heads + h) * d.q_len + i0;  // first row of the block in (B, H, T_q)
@@ -230,7 +230,7 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
   for (int64_t j0 = run.lo / kBlockK * kBlockK; j0 < run.hi; j0 += kBlockK) {
     const int64_t nc = std::min(kBlockK, d.kv_len - j0);
     if (!any_key_kept(d, mask, b, j0, j0 + nc) || !mask.block_allowed(d, i0, i0 + nr, j0, j0 + nc)) continue;
-    score_block(d, mask, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
+    score_block(d, mask, scores, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
     // Online softmax (Algorithm 1's running m and l): m_new = max(m, rowmax S), P = exp(S - m_new),
     // l = exp(m - m_new) l + rowsum P, and the accumulator is rescaled by the same exp(m - m_new).
     for (int64_t ii = 0; ii < nr; ++ii) {
@@ -273,7 +273,7 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
   for (int64_t j0 = run.lo / kBlockK * kBlockK; j0 < run.hi; j0 += kBlockK) {
     const int64_t nc = std::min(kBlockK, d.kv_len - j0);
     if (!any_key_kept(d, mask, b, j0, j0 + nc) || !mask.block_allowed(d, i0, i0 + nr, j0, j0 + nc)) continue;
-    score_block(d, mask, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
+    score_block(d, mask, scores, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
     for (int64_t ii = 0; ii < nr; ++ii)
       if (lse[row0 + ii] != kNegInf) exp_shifted(w.s + ii * kBlockK, lse[row0 + ii], nc, probs + (row0 + ii) * d.kv_len + j0);
   }
@@ -336,21 +336,27 @@ struct BackwardArgs {
   const Run* query_runs;  // (n_q) visible run of each query block
 };
 
-// T5 bias: dS of rows i0 .. i0 + nr - 1 of head h against keys j0 .. j0 + nc - 1, summed by bucket
-// into dtable (the calling task's own copy of the table's gradient).
-void relative_bias_grad(const AttentionDims& d, const AttentionMask& mask, int64_t h, int64_t i0, int64_t nr,
-                        int64_t j0, int64_t nc, const float* ds, float* dtable) {
+// The score modifiers' backward (Note [attention variants]) for rows i0 .. i0 + nr - 1 of head h
+// against keys j0 .. j0 + nc - 1: ds (nr, Bc), scale dS' of the modified scores, becomes scale dS of
+// the scaled scores, from the block's P (nr, Bc) and the rows' lse; learned modifiers add their
+// gradient into dtable (the calling task's own copy).
+void modifiers_backward(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores, int64_t h,
+                        int64_t i0, int64_t nr, int64_t j0, int64_t nc, const float* p, const float* lse, float* ds,
+                        float* dtable) {
   const float inv_scale = static_cast<float>(1.0 / d.scale);
   for (int64_t ii = 0; ii < nr; ++ii) {
     const int64_t begin = std::clamp<int64_t>(mask.key_begin(d, i0 + ii) - j0, 0, nc);
     const int64_t end = std::clamp<int64_t>(mask.key_end(d, i0 + ii) - j0, begin, nc);
-    mask.add_score_bias_grad(d, h, i0 + ii, j0 + begin, end - begin, ds + ii * kBlockK + begin, inv_scale, dtable);
+    if (lse[ii] == kNegInf) continue;  // the row sees nothing: dS is 0
+    scores.backward(d, h, i0 + ii, j0 + begin, end - begin, p + ii * kBlockK + begin, lse[ii],
+                    ds + ii * kBlockK + begin, inv_scale, dtable);
   }
 }
 
 // dK, dV of key block [j0, j0 + nc) of kv head kvh of batch entry b, and its share of dQ, added
 // into dq (B, H, T_q, D).
-void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const BackwardArgs& a, int64_t b,
+void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores,
+                        const BackwardArgs& a, int64_t b,
                         int64_t kvh, int64_t j0, float* dq, float* drelative_bias) {
   const int64_t nc = std::min(kBlockK, d.kv_len - j0), dp = padded(d.head_dim), dvp = padded(d.value_dim);
   const int64_t kv = b * d.kv_heads + kvh;
@@ -372,7 +378,7 @@ void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const
         const float* dout_rows = a.dout + row0 * d.value_dim;  // (nr, D_v)
         // P = exp(S - lse), recomputed from the saved lse; rows with lse = -inf see nothing.
         block_product<false>(nr, kBlockK, d.head_dim, q_rows, d.head_dim, 1, w.kt, kBlockK, w.p, kBlockK);
-        mask_scores(d, mask, b, h, i0, nr, j0, nc, w.p);
+        mask_scores(d, mask, scores, b, h, i0, nr, j0, nc, w.p);
         for (int64_t ii = 0; ii < nr; ++ii) {
           float* p = w.p + ii * kBlockK;  // (Bc)
           const float l = a.lse[row0 + ii];
@@ -399,7 +405,7 @@ void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const
 #pragma omp simd
           for (int64_t jj = 0; jj < kBlockK; ++jj) ds[jj] = scale * (pk[jj] * ds[jj] - p[jj] * delta);
         }
-        if (drelative_bias) relative_bias_grad(d, mask, h, i0, nr, j0, nc, w.ds, drelative_bias);
+        modifiers_backward(d, mask, scores, h, i0, nr, j0, nc, w.p, a.lse + row0, w.ds, drelative_bias);
         // dK += scale dS^T Q and dQ += scale dS K.
         const float* q_padded = padded_block(q_rows, nr, d.head_dim, w.q);  // (nr, D padded)
         block_product<true>(nc, dp, nr, w.ds, 1, kBlockK, q_padded, dp, w.dk, dp);
@@ -437,7 +443,7 @@ void flash_attention_forward(const AttentionForwardArgs<float>& a) {
 #pragma omp parallel for schedule(dynamic, 1) if (parallel_worth_it(d))
   for (int64_t t = 0; t < n_q * heads; ++t) {
     const int64_t qb = n_q - 1 - t / heads, bh = t % heads;
-    forward_query_block(d, mask, q, k, v, out, lse, probs, bh / d.heads, bh % d.heads, qb);
+    forward_query_block(d, mask, a.scores, q, k, v, out, lse, probs, bh / d.heads, bh % d.heads, qb);
   }
 }
 
@@ -473,8 +479,8 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a) {
   // T5 bias: each task sums into its own copy of the table's gradient, added in task order after
   // (Note [flash determinism]).
   const int64_t tasks = d.batch * d.kv_heads * chunks;
-  const int64_t table_size = a.drelative_bias ? (mask.model_heads > 0 ? mask.model_heads : d.heads) *
-                                                    mask.variant.relative_buckets
+  const int64_t table_size = a.drelative_bias ? (a.scores.model_heads > 0 ? a.scores.model_heads : d.heads) *
+                                                    a.scores.relative_buckets
                                               : 0;
   storage_pool::Scratch<float> bias_parts(tasks * table_size, 0.0f);  // (tasks, heads, buckets)
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
@@ -484,7 +490,7 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a) {
     float* dbias = table_size ? bias_parts.data() + t * table_size : nullptr;
     for (int64_t kb = 0; kb < n_k; ++kb)
       if (chunk_of(kb, chunks) == chunk)
-        backward_key_block(d, mask, args, pair / d.kv_heads, pair % d.kv_heads, kb * kBlockK, dq_sum, dbias);
+        backward_key_block(d, mask, a.scores, args, pair / d.kv_heads, pair % d.kv_heads, kb * kBlockK, dq_sum, dbias);
   }
   for (int64_t t = 0; t < tasks && table_size; ++t)
     for (int64_t e = 0; e < table_size; ++e) a.drelative_bias[e] += bias_parts[t * table_size + e];
@@ -526,7 +532,7 @@ bool flash_attention_preferred(const AttentionDims& d, const AttentionMask& mask
   if (workspace >= (int64_t{64} << 20)) return true;  // memory first: S alone would take >= 64 MiB
   if (d.q_len < 16) return false;
   // A sliding window leaves a band of the score matrix: flash skips the blocks outside it.
-  return mask.causal || mask.variant.window > 0 || d.head_dim <= 64;
+  return mask.causal || mask.window > 0 || d.head_dim <= 64;
 }
 
 }  // namespace tf::kernels
