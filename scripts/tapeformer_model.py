@@ -62,6 +62,7 @@ class ModelConfig:
     rope_theta: float = 10000.0
     relative_buckets: int = 32
     relative_max_distance: int = 128
+    logit_softcap: float = 0.0         # Gemma 2: scores -> c tanh(scores / c); 0: off
     rope_scaling: str = "none"
     rope_scaling_factor: float = 1.0
     rope_original_context: int = 0
@@ -275,6 +276,12 @@ class AttentionPattern:
             self.rope = ((magnitude * torch.cos(angle)).to(dtype), (magnitude * torch.sin(angle)).to(dtype))
 
 
+def soft_cap(scores, cfg):
+    """Gemma 2's soft cap on the attention scores after every bias: c tanh(s / c)."""
+    c = cfg.logit_softcap
+    return c * torch.tanh(scores / c) if c > 0 else scores
+
+
 def sinusoidal_table(T, C, dtype):
     """Vaswani et al. 2017: PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(the same)."""
     angle = torch.arange(T, dtype=torch.float64)[:, None] / 10000.0 ** (torch.arange(0, C, 2, dtype=torch.float64) / C)
@@ -354,6 +361,7 @@ class Attention(nn.Module):
             scores = scores + pattern.bias
         if pattern.buckets is not None:
             scores = scores + self.relative_bias[:, pattern.buckets]  # (H, T, T)
+        scores = soft_cap(scores, cfg)
         visible = pattern.visible.expand(B, 1, T, T)
         if key_padding is not None:
             visible = visible & (key_padding != 0)[:, None, None, :]
@@ -382,6 +390,7 @@ class Attention(nn.Module):
                 i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
                 slopes = torch.tensor(alibi_slopes(H // 2), dtype=q.dtype)
                 scores = scores - slopes[:, None, None] * (i - j).abs().to(q.dtype)
+            scores = soft_cap(scores, self.cfg)
             probs = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
             maps.append(probs.masked_fill(~visible.any(-1, keepdim=True), 0.0))
         lam = (torch.exp(self.lambda_q1 @ self.lambda_k1) - torch.exp(self.lambda_q2 @ self.lambda_k2) +

@@ -217,6 +217,10 @@ std::vector<Case> odd_cases() {
       {"alibi_window33_Tq17_Tk130", 2, 6, 1, 17, 130, 33, 33, true, Padding::mixed, 0, {.window = 33, .alibi = true}},
       // Gemma 2's soft-capping: a modifier whose derivative is not 1, alone and after ALiBi; the cap 0.5
       // sits well inside the scores' range, so most scores are bent.
+      {"softcap_causal_padded", 3, 6, 2, 130, 130, 8, 8, true, Padding::mixed, 0, {.logit_softcap = 0.5}},
+      {"softcap_alibi_bidirectional_dropout", 2, 6, 3, 63, 63, 33, 33, false, Padding::none, 0.3,
+       {.alibi = true, .logit_softcap = 2.0}},
+      {"softcap_window7_Tq17_Tk130", 2, 6, 2, 17, 130, 8, 8, true, Padding::none, 0, {.window = 7, .logit_softcap = 1.0}},
   };
   cases.insert(cases.end(), more.begin(), more.end());
   return cases;

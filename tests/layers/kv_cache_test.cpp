@@ -83,6 +83,7 @@ struct CacheCase {
   ops::RopeScalingKind rope_scaling = ops::RopeScalingKind::none;
   int64_t global_tokens = 0, random_blocks = 0;  // with the window: Longformer, BigBird (blocks of 3)
   std::vector<MixerKind> mixers = {};  // empty: softmax attention in both layers
+  double logit_softcap = 0;
 };
 void PrintTo(const CacheCase& c, std::ostream* out) {
   *out << position_encoding_name(c.position) << " H=" << c.heads << " G=" << (c.kv_heads ? c.kv_heads : c.heads);
@@ -90,6 +91,7 @@ void PrintTo(const CacheCase& c, std::ostream* out) {
   if (c.rope_scaling != ops::RopeScalingKind::none) *out << " " << ops::rope_scaling_name(c.rope_scaling) << " x3";
   if (c.global_tokens || c.random_blocks) *out << " global=" << c.global_tokens << " random=" << c.random_blocks;
   for (MixerKind m : c.mixers) *out << " " << mixer_name(m);
+  if (c.logit_softcap > 0) *out << " softcap=" << c.logit_softcap;
 }
 
 class CachedGpt : public ::testing::TestWithParam<CacheCase> {
@@ -103,6 +105,7 @@ class CachedGpt : public ::testing::TestWithParam<CacheCase> {
     c.attention.random_blocks = GetParam().random_blocks;
     c.attention.sparse_block = 3;
     c.mixers = GetParam().mixers;
+    c.attention.logit_softcap = GetParam().logit_softcap;
     return c;
   }
 };
@@ -192,7 +195,12 @@ const CacheCase kCacheCases[] = {
     CacheCase{PositionEncoding::none, 2, 0, 0, ops::RopeScalingKind::none, 0, 0,
               {MixerKind::mamba}},
     CacheCase{PositionEncoding::rope, 2, 0, 3, ops::RopeScalingKind::none, 0, 0,
-              {MixerKind::mamba, MixerKind::attention}}};
+              {MixerKind::mamba, MixerKind::attention}},
+    // Gemma 2's soft cap, after T5's bias, and on both maps
+    // of a differential layer beside a windowed one
+    CacheCase{PositionEncoding::t5, 4, 2, 0, ops::RopeScalingKind::none, 0, 0, {}, 0.8},
+    CacheCase{PositionEncoding::alibi, 4, 0, 3, ops::RopeScalingKind::none, 0, 0,
+              {MixerKind::differential, MixerKind::attention}, 1.5}};
 INSTANTIATE_TEST_SUITE_P(, CachedGpt, ::testing::ValuesIn(kCacheCases));
 
 // Decoding is one of the paths every option of Note [variant options] must go through: a new row
@@ -204,6 +212,7 @@ TEST(KvCache, EveryAttentionVariantOptionHasADecodingCase) {
       ModelConfig m = cached_config(c.position, c.heads, c.kv_heads, c.window);
       m.attention.global_tokens = c.global_tokens;
       m.attention.random_blocks = c.random_blocks;
+      m.attention.logit_softcap = c.logit_softcap;
       covered |= option.used(m.block_options(0).attn.variant);
     }
     EXPECT_TRUE(covered) << option.key << " has no decoding case";

@@ -34,8 +34,8 @@ struct AttentionDims {
 // Note [attention variants]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~
 // What a model chooses about its attention beyond the shapes and the causal and padding masks, as
-// one value that travels unchanged from the recipe (model.attention_window, model.position: alibi)
-// through the layer and the op to every kernel. It has the two parts of
+// one value that travels unchanged from the recipe (model.attention_window, model.position: alibi,
+// model.logit_softcap) through the layer and the op to every kernel. It has the two parts of
 // FlexAttention's interface (Dong et al. 2024): position predicates of the mask (mask_mod), which
 // AttentionMask reads, and score modifiers (score_mod) with their derivatives, which AttentionScores
 // applies. A kernel calls AttentionMask's key_begin / key_end / key_allowed / block_allowed and
@@ -65,6 +65,8 @@ struct AttentionDims {
 //    exact for small distances and logarithmic up to relative_max_distance (t5_bucket); a causal
 //    model buckets only p - j >= 0, a bidirectional one gives keys after the query their own half.
 //    The table is a parameter: AttentionScores carries it, and backward sums dS into it by bucket.
+//  - logit_softcap c > 0 (Gemma 2, Gemma Team 2024, section 2): s' = c tanh(s / c), which bounds
+//    every score to (-c, c); its derivative is 1 - tanh^2(s / c) = 1 - (s' / c)^2.
 struct AttentionVariant {
   int64_t window = 0;  // 0 = every position (subject to causality); else the sliding window's width
   bool alibi = false;  // add ALiBi's linear distance bias to the scores
@@ -74,6 +76,7 @@ struct AttentionVariant {
   int64_t random_blocks = 0;             // BigBird: random key blocks per query block (with a window)
   int64_t sparse_block = 16;             // BigBird: the block size of the random pattern
   uint64_t random_seed = 0;              // BigBird: the random blocks' seed
+  double logit_softcap = 0;              // Gemma 2: scores -> c tanh(scores / c); 0 = off
 
   bool operator==(const AttentionVariant&) const = default;
 };
@@ -102,6 +105,7 @@ inline constexpr VariantOption kVariantOptions[] = {
     {"model.position: alibi", [](const AttentionVariant& v) { return v.alibi; }, true, {.alibi = true}},
     {"model.position: t5", [](const AttentionVariant& v) { return v.relative_buckets > 0; }, false,
      {.relative_buckets = 4, .relative_max_distance = 4}},
+    {"model.logit_softcap", [](const AttentionVariant& v) { return v.logit_softcap > 0; }, true, {.logit_softcap = 0.5}},
 };
 // The recipe keys of the options `v` uses (all of them, or those ring attention does not honour).
 std::vector<std::string> variant_keys_used(const AttentionVariant& v, bool only_unsupported_by_ring = false);
@@ -197,6 +201,7 @@ struct AttentionScores {
   // The variant's score modifiers (Note [attention variants]).
   bool alibi = false;
   int64_t relative_buckets = 0;
+  double logit_softcap = 0;
   // The model's head count and this call's first head in it: modifiers depend on the head, and
   // decoding calls a kernel per key/value group, whose heads are a slice of the model's.
   // model_heads 0 = dims.heads (the call sees every head).
@@ -208,7 +213,7 @@ struct AttentionScores {
   const int32_t* bucket_of = nullptr;
 
   static AttentionScores of(const AttentionVariant& v) {
-    return {.alibi = v.alibi, .relative_buckets = v.relative_buckets};
+    return {.alibi = v.alibi, .relative_buckets = v.relative_buckets, .logit_softcap = v.logit_softcap};
   }
 
   // Modifies s[0 .. n), the scaled scores of query row i of head h (of this call) against keys
@@ -228,6 +233,10 @@ struct AttentionScores {
       const int32_t* bucket = bucket_of + (p - j0) + d.kv_len - 1;  // bucket[-jj]: key j0 + jj
       for (int64_t jj = 0; jj < n; ++jj) s[jj] += table[bucket[-jj]];
     }
+    if (logit_softcap > 0) {
+      const T c = static_cast<T>(logit_softcap), inv_c = static_cast<T>(1 / logit_softcap);
+      for (int64_t jj = 0; jj < n; ++jj) s[jj] = c * std::tanh(s[jj] * inv_c);
+    }
   }
 
   // The backward of modify over the same run: ds[0 .. n) holds dL/ds' (times any factor the kernel
@@ -244,7 +253,13 @@ struct AttentionScores {
   }
   template <class T>
   void chain(int64_t n, const T* p, T lse, T* ds) const {
-    // ALiBi and T5 add to s: their derivative is 1. A modifier that is not additive multiplies ds here.
+    if (logit_softcap > 0) {
+      const T inv_c = static_cast<T>(1 / logit_softcap);
+      for (int64_t jj = 0; jj < n; ++jj) {
+        const T t = p[jj] > 0 ? (lse + std::log(p[jj])) * inv_c : T(0);  // tanh(s / c); ds = 0 where p = 0
+        ds[jj] *= 1 - t * t;
+      }
+    }
   }
   template <class T>
   void add_param_grads(const AttentionDims& d, int64_t h, int64_t i, int64_t j0, int64_t n, const T* ds, T ds_scale,
