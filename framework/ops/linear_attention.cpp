@@ -55,12 +55,9 @@ const double* padding_of(const std::vector<double>& rows, int64_t s, int64_t hea
 }
 
 template <class T>
-void product(ProductOrder order, int64_t seq_len, int64_t a_width, int64_t c_width, const T* a, const T* b, const T* c,
-             T* out) {
-  if (kernels::use_fast<T>())
-    kernels::kernel_product_chunked<T>(order, seq_len, a_width, c_width, a, b, c, out);
-  else
-    kernels::kernel_product_reference<T>(order, seq_len, a_width, c_width, a, b, c, out);
+void product(const kernels::KernelProductArgs<T>& args) {
+  if (kernels::use_fast<T>()) kernels::kernel_product_chunked<T>(args);
+  else kernels::kernel_product_reference<T>(args);
 }
 
 // phi(q), phi(k) and the values with a column of ones, one slice. (T, D), (T, D), (T, Dv + 1)
@@ -132,9 +129,9 @@ struct LinearAttentionNode : Node {
         T* dqs = dq.data<T>() + s * T_ * D;
         T* dks = dk.data<T>() + s * T_ * D;
         T* dva = dv_aug.data<T>() + s * T_ * W;
-        product<T>(forward, T_, W, D, g, vo, fk, dqs);
-        product<T>(reverse, T_, W, D, vo, g, fq, dks);
-        product<T>(reverse, T_, D, W, fk, fq, g, dva);
+        product<T>({.order = forward, .seq_len = T_, .a_width = W, .c_width = D, .a = g, .b = vo, .c = fk, .out = dqs});
+        product<T>({.order = reverse, .seq_len = T_, .a_width = W, .c_width = D, .a = vo, .b = g, .c = fq, .out = dks});
+        product<T>({.order = reverse, .seq_len = T_, .a_width = D, .c_width = W, .a = fk, .b = fq, .c = g, .out = dva});
         for (int64_t i = 0; i < T_ * D; ++i) {  // phi'(x) = min(phi(x), 1); a padded key's phi(k) = 0 gives 0
           dqs[i] *= std::min(fq[i], T(1));
           dks[i] *= std::min(fk[i], T(1));
@@ -167,8 +164,9 @@ Tensor linear_attention(const Tensor& q, const Tensor& k, const Tensor& v, const
     for (int64_t s = 0; s < d.slices; ++s) {
       map_slice<T>(d, s, q.data<T>(), k.data<T>(), v.data<T>(), padding_of(padding, s, q.dim(1), T_),
                    mapped_q.data<T>(), mapped_k.data<T>(), values_one.data<T>());
-      product<T>(order, T_, D, W, mapped_q.data<T>() + s * T_ * D, mapped_k.data<T>() + s * T_ * D,
-                 values_one.data<T>() + s * T_ * W, numer.data<T>() + s * T_ * W);
+      product<T>({.order = order, .seq_len = T_, .a_width = D, .c_width = W, .a = mapped_q.data<T>() + s * T_ * D,
+                  .b = mapped_k.data<T>() + s * T_ * D, .c = values_one.data<T>() + s * T_ * W,
+                  .out = numer.data<T>() + s * T_ * W});
       normalise_slice<T>(d, s, numer.data<T>(), options.eps, out.data<T>());
     }
   });
@@ -213,9 +211,10 @@ Tensor linear_attention_append(const Tensor& q, const Tensor& k, const Tensor& v
     for (int64_t s = 0; s < d.slices; ++s) {
       map_slice<T>(d, s, q.data<T>(), k.data<T>(), v.data<T>(), nullptr, mapped_q.data<T>(), mapped_k.data<T>(),
                    values_one.data<T>());
-      kernels::kernel_product_chunked<T>(ProductOrder::causal, T_, D, W, mapped_q.data<T>() + s * T_ * D,
-                                         mapped_k.data<T>() + s * T_ * D, values_one.data<T>() + s * T_ * W,
-                                         numer.data<T>() + s * T_ * W, state.data<T>() + s * D * W);
+      kernels::kernel_product_chunked<T>({.order = ProductOrder::causal, .seq_len = T_, .a_width = D, .c_width = W,
+                                          .a = mapped_q.data<T>() + s * T_ * D, .b = mapped_k.data<T>() + s * T_ * D,
+                                          .c = values_one.data<T>() + s * T_ * W, .out = numer.data<T>() + s * T_ * W,
+                                          .state = state.data<T>() + s * D * W});
       normalise_slice<T>(d, s, numer.data<T>(), options.eps, out.data<T>());
     }
   });

@@ -28,13 +28,13 @@ TEST(KernelProduct, HandComputedValues) {
   // T = 2, A = C = 1: a = (1, 2), b = (3, 4), c = (5, 6).
   const double a[] = {1, 2}, b[] = {3, 4}, c[] = {5, 6};
   double out[2];
-  kernels::kernel_product_reference<double>(ProductOrder::causal, 2, 1, 1, a, b, c, out);
+  kernels::kernel_product_reference<double>({ProductOrder::causal, 2, 1, 1, a, b, c, out});
   EXPECT_EQ(out[0], 1 * 3 * 5);                  // j = 0
   EXPECT_EQ(out[1], 2 * 3 * 5 + 2 * 4 * 6);      // j = 0, 1
-  kernels::kernel_product_reference<double>(ProductOrder::anticausal, 2, 1, 1, a, b, c, out);
+  kernels::kernel_product_reference<double>({ProductOrder::anticausal, 2, 1, 1, a, b, c, out});
   EXPECT_EQ(out[0], 1 * 3 * 5 + 1 * 4 * 6);      // j = 0, 1
   EXPECT_EQ(out[1], 2 * 4 * 6);                  // j = 1
-  kernels::kernel_product_reference<double>(ProductOrder::full, 2, 1, 1, a, b, c, out);
+  kernels::kernel_product_reference<double>({ProductOrder::full, 2, 1, 1, a, b, c, out});
   EXPECT_EQ(out[0], 39);
   EXPECT_EQ(out[1], 78);
 }
@@ -53,15 +53,15 @@ TEST(KernelProduct, ChunkedEqualsReferenceOnOddSizes) {
         const auto a = random_vector<double>(rng, seq_len * A), b = random_vector<double>(rng, seq_len * A);
         const auto c = random_vector<double>(rng, seq_len * C);
         std::vector<double> expected(seq_len * C), got(seq_len * C);
-        kernels::kernel_product_reference<double>(order, seq_len, A, C, a.data(), b.data(), c.data(), expected.data());
-        kernels::kernel_product_chunked<double>(order, seq_len, A, C, a.data(), b.data(), c.data(), got.data());
+        kernels::kernel_product_reference<double>({order, seq_len, A, C, a.data(), b.data(), c.data(), expected.data()});
+        kernels::kernel_product_chunked<double>({order, seq_len, A, C, a.data(), b.data(), c.data(), got.data()});
         for (int64_t i = 0; i < seq_len * C; ++i)
           ASSERT_NEAR(got[i], expected[i], 1e-12 * (1 + std::abs(expected[i])))
               << "order " << static_cast<int>(order) << " T " << seq_len << " A " << A << " C " << C << " at " << i;
         // float32: the same sums, rounded differently
         const std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), cf(c.begin(), c.end());
         std::vector<float> gotf(seq_len * C);
-        kernels::kernel_product_chunked<float>(order, seq_len, A, C, af.data(), bf.data(), cf.data(), gotf.data());
+        kernels::kernel_product_chunked<float>({order, seq_len, A, C, af.data(), bf.data(), cf.data(), gotf.data()});
         for (int64_t i = 0; i < seq_len * C; ++i)
           ASSERT_NEAR(gotf[i], expected[i], 1e-4 * std::sqrt(static_cast<double>(seq_len * A)) * (1 + std::abs(expected[i])));
       }

@@ -29,9 +29,10 @@ void axpy(T alpha, const T* x, T* y, int64_t n) {
 }  // namespace
 
 template <class T>
-void kernel_product_chunked(ProductOrder order, int64_t seq_len, int64_t a_width, int64_t c_width, const T* a,
-                            const T* b, const T* c, T* out, T* state) {
+void kernel_product_chunked(const KernelProductArgs<T>& args) {
+  const auto& [order, seq_len, a_width, c_width, a, b, c, out, given_state] = args;
   const int64_t A = a_width, C = c_width;
+  T* state = given_state;
   thread_local std::vector<T> own_state;  // keeps its capacity: no allocation after the first call
   if (!state) {
     own_state.assign(A * C, T(0));
@@ -65,9 +66,7 @@ void kernel_product_chunked(ProductOrder order, int64_t seq_len, int64_t a_width
   }
 }
 
-template void kernel_product_chunked<float>(ProductOrder, int64_t, int64_t, int64_t, const float*, const float*,
-                                            const float*, float*, float*);
-template void kernel_product_chunked<double>(ProductOrder, int64_t, int64_t, int64_t, const double*, const double*,
-                                             const double*, double*, double*);
+template void kernel_product_chunked<float>(const KernelProductArgs<float>&);
+template void kernel_product_chunked<double>(const KernelProductArgs<double>&);
 
 }  // namespace tf::kernels

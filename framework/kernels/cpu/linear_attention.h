@@ -20,7 +20,6 @@
 namespace tf::kernels {
 
 template <class T>
-void kernel_product_chunked(ProductOrder order, int64_t seq_len, int64_t a_width, int64_t c_width, const T* a,
-                            const T* b, const T* c, T* out, T* state = nullptr);
+void kernel_product_chunked(const KernelProductArgs<T>& args);
 
 }  // namespace tf::kernels

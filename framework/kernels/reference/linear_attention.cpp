@@ -6,8 +6,8 @@
 namespace tf::kernels {
 
 template <class T>
-void kernel_product_reference(ProductOrder order, int64_t seq_len, int64_t a_width, int64_t c_width, const T* a,
-                              const T* b, const T* c, T* out) {
+void kernel_product_reference(const KernelProductArgs<T>& args) {
+  const auto& [order, seq_len, a_width, c_width, a, b, c, out, state] = args;
   std::vector<double> row(c_width);
   for (int64_t i = 0; i < seq_len; ++i) {
     const int64_t first = order == ProductOrder::anticausal ? i : 0;
@@ -22,9 +22,7 @@ void kernel_product_reference(ProductOrder order, int64_t seq_len, int64_t a_wid
   }
 }
 
-template void kernel_product_reference<float>(ProductOrder, int64_t, int64_t, int64_t, const float*, const float*,
-                                              const float*, float*);
-template void kernel_product_reference<double>(ProductOrder, int64_t, int64_t, int64_t, const double*,
-                                               const double*, const double*, double*);
+template void kernel_product_reference<float>(const KernelProductArgs<float>&);
+template void kernel_product_reference<double>(const KernelProductArgs<double>&);
 
 }  // namespace tf::kernels

@@ -17,8 +17,21 @@ namespace tf::kernels {
 
 enum class ProductOrder { causal, anticausal, full };
 
+// The product's arguments by name, for both kernels (as the attention kernels take theirs).
 template <class T>
-void kernel_product_reference(ProductOrder order, int64_t seq_len, int64_t a_width, int64_t c_width, const T* a,
-                              const T* b, const T* c, T* out);
+struct KernelProductArgs {
+  ProductOrder order = ProductOrder::causal;
+  int64_t seq_len = 0, a_width = 0, c_width = 0;  // T, A, C
+  const T* a = nullptr;                           // (T, A)
+  const T* b = nullptr;                           // (T, A)
+  const T* c = nullptr;                           // (T, C)
+  T* out = nullptr;                               // (T, C)
+  // The chunked kernel's running state sum_j b[j] c[j]^T (A, C), carried from call to call when
+  // decoding continues a sequence; null: its own, zeroed. The reference kernel ignores it.
+  T* state = nullptr;
+};
+
+template <class T>
+void kernel_product_reference(const KernelProductArgs<T>& args);
 
 }  // namespace tf::kernels
