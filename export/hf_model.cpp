@@ -59,7 +59,8 @@ std::vector<std::string> bert_mismatches(const ModelConfig& c) {
   };
   need(!c.pre_norm, "model.pre_norm is true; a Hugging Face BERT normalises after each sublayer");
   need(c.norm == kernels::NormKind::layer, "model.norm is rms; a Hugging Face BERT needs layer");
-  need(c.feed_forward == kernels::FeedForwardKind::gelu, "model.feed_forward is swiglu; a Hugging Face BERT needs gelu");
+  need(c.feed_forward == kernels::FeedForwardKind::gelu,
+       std::string("model.feed_forward is ") + kernels::feed_forward_kind_name(c.feed_forward) + "; a Hugging Face BERT needs gelu");
   need(c.bias, "model.bias is false; a Hugging Face BERT needs biases");
   need(c.kv_heads() == c.n_heads, "model.n_kv_heads is set; a Hugging Face BERT has one key/value head per query head");
   need(c.n_heads * c.head_dim() == c.d_model, "model.head_dim: n_heads x head_dim must be d_model");

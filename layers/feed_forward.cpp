@@ -16,10 +16,12 @@ FeedForward::FeedForward(const Options& o, Init& init) : gelu(o.gelu), kind(o.ki
 // token, is recomputed in the backward instead of kept from the forward to the backward.
 // Gated: proj(glu(fc(x))). One row without gradients (a decoding step): ops::gelu_mlp_step.
 Tensor FeedForward::forward(const Tensor& x) const {
-  if (!kernels::gated(kind) && ops::one_token_step(x))  // decoding: the whole MLP in one parallel region
+  if (kind == kernels::FeedForwardKind::gelu && ops::one_token_step(x))  // decoding: the whole MLP in one parallel region
     return ops::gelu_mlp_step(x, {fc.weight, fc.bias, proj.weight, proj.bias}, gelu);
   const Tensor pre_activation = in_layer("fc", [&] { return fc.forward(x); });
   if (kernels::gated(kind)) return in_layer("proj", [&] { return proj.forward(ops::glu(pre_activation, kind)); });
+  if (kind != kernels::FeedForwardKind::gelu)  // Note [feed-forward kinds]
+    return in_layer("proj", [&] { return proj.forward(ops::feed_forward_activation(pre_activation, kind)); });
   return in_layer("proj", [&] { return ops::gelu_linear(pre_activation, proj.weight, proj.bias, gelu); });
 }
 

@@ -1,6 +1,7 @@
 // Position-wise feed-forward network: d_model -> d_ff -> d_model with GELU between
-// (Vaswani et al. 2017, eq. 2, with GELU as in GPT-2 and BERT), or a gated one (SwiGLU, Shazeer
-// 2020): fc makes a gate and a value of width d_ff each, and act(gate) * value goes into proj.
+// (Vaswani et al. 2017, eq. 2, with GELU as in GPT-2 and BERT), another activation, or a gated one
+// (SwiGLU, Shazeer 2020): fc makes a gate and a value of width d_ff each, and act(gate) * value goes
+// into proj. The kinds: Note [feed-forward kinds] (framework/kernels/reference/feed_forward_kind.h).
 #pragma once
 #include "framework/ops/activation.h"
 #include "layers/linear.h"
@@ -12,7 +13,7 @@ struct FeedForward {
     int64_t d_model = 64;
     int64_t d_ff = 0;  // 0 means 4 * d_model
     ops::GeluApprox gelu = ops::GeluApprox::tanh;
-    kernels::FeedForwardKind kind = kernels::FeedForwardKind::gelu;  // plain GELU MLP, or gated
+    kernels::FeedForwardKind kind = kernels::FeedForwardKind::gelu;  // Note [feed-forward kinds]
     bool bias = true;
     double init_std = 0.02;
     double proj_init_std = 0.02;  // GPT-2 scales the residual projection: 0.02 / sqrt(2 n_layers)

@@ -28,8 +28,13 @@ CHOICES = {
     "rope_scaling": ("none", "linear", "ntk", "yarn"),
     "norm": ("layer", "rms"),
     "gelu": ("tanh", "erf"),
-    "feed_forward": ("gelu", "swiglu"),
 }
+# model.feed_forward: (gated, act) per kind, as Note [feed-forward kinds]; GELU's act follows model.gelu.
+FEED_FORWARD_KINDS = {
+    "gelu": (False, lambda x, cfg: gelu(x, cfg)),
+    "swiglu": (True, lambda x, cfg: F.silu(x)),
+}
+CHOICES["feed_forward"] = tuple(FEED_FORWARD_KINDS)
 
 
 class UnsupportedConfig(ValueError):
@@ -404,16 +409,16 @@ class FeedForward(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.cfg = cfg
-        gated = cfg.feed_forward == "swiglu"
-        self.fc = nn.Linear(cfg.d_model, (2 if gated else 1) * cfg.ff_width, bias=cfg.bias)  # rows [gate | value]
+        self.gated, self.act = FEED_FORWARD_KINDS[cfg.feed_forward]
+        self.fc = nn.Linear(cfg.d_model, (2 if self.gated else 1) * cfg.ff_width, bias=cfg.bias)  # rows [gate | value]
         self.proj = nn.Linear(cfg.ff_width, cfg.d_model, bias=cfg.bias)
 
     def forward(self, x):
         h = self.fc(x)  # (B, T, F) or (B, T, 2F)
-        if self.cfg.feed_forward == "swiglu":
+        if self.gated:
             gate, value = h.chunk(2, dim=-1)
-            return self.proj(F.silu(gate) * value)
-        return self.proj(gelu(h, self.cfg))
+            return self.proj(self.act(gate, self.cfg) * value)
+        return self.proj(self.act(h, self.cfg))
 
 
 class Mamba(nn.Module):

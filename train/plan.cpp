@@ -25,9 +25,10 @@ RunPlan plan_run(const Recipe& r, int64_t corpus_bytes) {
   const double optimizer_slots = optim::state_slots(r.optim);
   const double state_bytes = 4.0 * p.parameters * (2 + optimizer_slots);  // weights, grads, slots
   // Saved activations per token per layer, in floats: block input, two layer-norm outputs, qkv
-  // (3d), attention output (d), projection input, MLP input, hidden before and after GELU (2F),
-  // residual sums; the attention op keeps only a log-sum-exp per row, not T x T weights.
-  const double per_token_layer = 10 * d + 2 * F + m.n_heads;
+  // (3d), attention output (d), projection input, MLP input, hidden before and after the activation
+  // (2F; a gated kind's fc makes 2F, 3F in all), residual sums; the attention op keeps only a
+  // log-sum-exp per row, not T x T weights.
+  const double per_token_layer = 10 * d + (kernels::gated(m.feed_forward) ? 3 : 2) * F + m.n_heads;
   // train.recompute blocks (Note [recomputed blocks] in layers/block.cpp): every block's input, and
   // one block's activations while backward replays it.
   const double kept_layers = r.train.recompute == "blocks" ? L * d + per_token_layer : L * per_token_layer;

@@ -66,8 +66,9 @@ std::vector<Rule> rules(const Recipe& r) {
        covers + ", so every query already sees every key; remove the key"},
       {{"model.attention_block_size", "model.attention_random_seed"}, m.attention.random_blocks == 0,
        "model.attention_random_blocks is 0, and only BigBird's random blocks read it; remove the key"},
-      {{"model.gelu"}, gpt && m.feed_forward == kernels::FeedForwardKind::swiglu,  // (a BERT's MLM head has a GELU)
-       "model.feed_forward is swiglu, whose gate is SiLU, and a GPT has no other GELU; remove the key"},
+      {{"model.gelu"}, gpt && m.feed_forward != kernels::FeedForwardKind::gelu,  // (a BERT's MLM head has a GELU)
+       "model.feed_forward is " + std::string(kernels::feed_forward_kind_name(m.feed_forward)) +
+           ", which has no GELU, and a GPT has no other; remove the key"},
       {{"data.bpe_vocab_size", "data.bpe_sample_mb"}, r.data.tokenizer != "bpe",
        "data.tokenizer is " + r.data.tokenizer + "; remove the key, or set data.tokenizer: bpe"},
       {{"data.mask_prob"}, gpt, "model.arch is gpt, and only a BERT masks positions to predict; remove the key"},

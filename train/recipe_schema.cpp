@@ -201,10 +201,10 @@ std::vector<std::pair<std::string, T>> same_names(const std::vector<std::string>
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The (name, value) pairs of an enum's values, named by its own name function (names stated once).
-template <class T, size_t N, class Name>
-std::vector<std::pair<std::string, T>> named(const T (&values)[N], Name name) {
-  std::vector<std::pair<std::string, T>> pairs;
-  for (T v : values) pairs.emplace_back(name(v), v);
+template <class Values, class Name>
+auto named(const Values& values, Name name) {
+  std::vector<std::pair<std::string, std::decay_t<decltype(*std::begin(values))>>> pairs;
+  for (auto v : values) pairs.emplace_back(name(v), v);
   return pairs;
 }
 

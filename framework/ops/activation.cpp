@@ -141,7 +141,7 @@ struct GluNode : Node {
     const int64_t width = h.dim(-1) / 2, rows = width ? h.numel() / (2 * width) : 0;
     dispatch(h.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      if (kernels::use_fast<T>())
+      if (kernels::use_fast<T>() && kind == FeedForwardKind::swiglu)
         kernels::glu_backward_fast(kind, h.data<float>(), dy.data<float>(), rows, width, dh.data<float>());
       else
         kernels::glu_backward_reference<T>(kind, h.data<T>(), dy.data<T>(), rows, width, dh.data<T>());
@@ -163,7 +163,7 @@ Tensor glu(const Tensor& h, FeedForwardKind kind) {
   Tensor y = Tensor::empty(out_shape, h.dtype());  // (..., F)
   dispatch(h.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (kernels::use_fast<T>())
+    if (kernels::use_fast<T>() && kind == FeedForwardKind::swiglu)
       kernels::glu_forward_fast(kind, h.data<float>(), rows, width, y.data<float>());
     else
       kernels::glu_forward_reference<T>(kind, h.data<T>(), rows, width, y.data<T>());
@@ -171,6 +171,54 @@ Tensor glu(const Tensor& h, FeedForwardKind kind) {
   if (needs_grad(h)) {
     auto node = std::make_unique<GluNode>();
     node->h = h;
+    node->kind = kind;
+    record(std::move(node), {y});
+  }
+  return y;
+}
+
+namespace {
+
+// One loop for both directions: the row's functions are plain double -> double, so float and
+// double take the same path (float through double, as exact as the reference kernels).
+template <class T, class F>
+void each(const Tensor& in, Tensor& out, F f) {
+  const T* x = in.data<T>();
+  T* y = out.data<T>();
+  const int64_t n = in.numel();
+#pragma omp parallel for schedule(static) if (n >= (1 << 15))
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(f(static_cast<double>(x[i]), i));
+}
+
+struct FeedForwardActivationNode : Node {
+  Tensor x;  // saved input; act'(x) is evaluated in the backward
+  FeedForwardKind kind;
+  const char* op_name() const override { return "feed_forward_activation"; }
+  void backward() override {
+    const Tensor dy = outputs[0].grad();
+    Tensor dx = Tensor::empty(x.shape(), x.dtype());
+    const auto derivative = kernels::feed_forward_row(kind).derivative;
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* g = dy.data<T>();
+      each<T>(x, dx, [&](double v, int64_t i) { return static_cast<double>(g[i]) * derivative(v); });
+    });
+    accumulate_grad(x, std::move(dx));
+  }
+};
+
+}  // namespace
+
+Tensor feed_forward_activation(const Tensor& x, FeedForwardKind kind) {
+  check_floating("feed_forward_activation", x);
+  const kernels::FeedForwardKindRow& row = kernels::feed_forward_row(kind);
+  TF_CHECK(!row.gated && row.activation, "feed_forward_activation: feed-forward kind '", row.name,
+           "' is ", row.gated ? "gated (ops::glu)" : "GELU (ops::gelu_linear)");
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch(x.dtype(), [&](auto zero) { each<decltype(zero)>(x, y, [&](double v, int64_t) { return row.activation(v); }); });
+  if (needs_grad(x)) {
+    auto node = std::make_unique<FeedForwardActivationNode>();
+    node->x = x;
     node->kind = kind;
     record(std::move(node), {y});
   }

@@ -38,4 +38,9 @@ Tensor relu(const Tensor& x);
 using FeedForwardKind = kernels::FeedForwardKind;
 Tensor glu(const Tensor& h, FeedForwardKind kind);
 
+// The activation of an ungated feed-forward kind other than GELU (Note [feed-forward kinds]),
+// elementwise, forward and backward from its row: act(x), and dy * act'(x) from the saved x.
+//   Tensor h = ops::feed_forward_activation(fc.forward(x), kind);   // (B, T, F)
+Tensor feed_forward_activation(const Tensor& x, FeedForwardKind kind);
+
 }  // namespace tf::ops

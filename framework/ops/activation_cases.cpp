@@ -26,12 +26,18 @@ void add_activation_cases(std::vector<OpCase>& cases) {
                      return std::vector<Tensor>{x};
                    },
                    [](const std::vector<Tensor>& in) { return relu(in[0]); }});
-  for (FeedForwardKind kind : kernels::kFeedForwardKinds) {
-    if (!kernels::gated(kind)) continue;
-    // std 3: gates deep in both tails of the sigmoid, where a careless derivative loses its terms.
-    cases.push_back({std::string("glu ") + kernels::feed_forward_kind_name(kind), "(2, 3, 2 x 5) -> (2, 3, 5)",
-                     [](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, {2, 3, 10}, "h", 3.0)}; },
-                     [kind](const std::vector<Tensor>& in) { return glu(in[0], kind); }});
+  // Every row of Note [feed-forward kinds] but GELU's (checked above): std 3 puts gates deep in
+  // both tails of a sigmoid, where a careless derivative loses its terms.
+  for (const kernels::FeedForwardKindRow& row : kernels::kFeedForwardKindTable) {
+    const FeedForwardKind kind = row.kind;
+    if (row.gated)
+      cases.push_back({std::string("glu ") + row.name, "(2, 3, 2 x 5) -> (2, 3, 5)",
+                       [](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, {2, 3, 10}, "h", 3.0)}; },
+                       [kind](const std::vector<Tensor>& in) { return glu(in[0], kind); }});
+    else if (row.activation)
+      cases.push_back({std::string("feed_forward_activation ") + row.name, "(2, 3, 5)",
+                       [](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, {2, 3, 5}, "x", 3.0)}; },
+                       [kind](const std::vector<Tensor>& in) { return feed_forward_activation(in[0], kind); }});
   }
 }
 

@@ -18,7 +18,7 @@ inline float sigmoid_fast(float a) { return 1.0f / (1.0f + exp_fast(-a)); }
 }  // namespace
 
 void glu_forward_fast(FeedForwardKind kind, const float* h, int64_t rows, int64_t width, float* y) {
-  TF_CHECK(gated(kind), "glu_forward_fast: feed-forward kind '", feed_forward_kind_name(kind), "' has no gate");
+  TF_CHECK(kind == FeedForwardKind::swiglu, "glu_forward_fast: SwiGLU only, got '", feed_forward_kind_name(kind), "'");
 #pragma omp parallel for schedule(static) if (rows * width >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const float *a = h + r * 2 * width, *b = a + width;
@@ -29,7 +29,7 @@ void glu_forward_fast(FeedForwardKind kind, const float* h, int64_t rows, int64_
 }
 
 void glu_backward_fast(FeedForwardKind kind, const float* h, const float* dy, int64_t rows, int64_t width, float* dh) {
-  TF_CHECK(gated(kind), "glu_backward_fast: feed-forward kind '", feed_forward_kind_name(kind), "' has no gate");
+  TF_CHECK(kind == FeedForwardKind::swiglu, "glu_backward_fast: SwiGLU only, got '", feed_forward_kind_name(kind), "'");
 #pragma omp parallel for schedule(static) if (rows * width >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const float *a = h + r * 2 * width, *b = a + width, *g = dy + r * width;

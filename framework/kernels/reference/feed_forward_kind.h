@@ -1,0 +1,58 @@
+// Note [feed-forward kinds]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// The feed-forward sublayer's form (model.feed_forward), one row each: its name, whether fc makes a
+// gate and a value, y = act(gate) * value (Dauphin et al. 2017; Shazeer 2020, "GLU Variants Improve
+// Transformer"), or one hidden vector, y = act(h), and the activation with its derivative. GELU's
+// row names no function: its form is model.gelu's (tanh or erf), fused into proj (ops::gelu_linear).
+// The layer (layers/feed_forward.cpp), the ops (ops::glu for gated kinds, ops::feed_forward_activation
+// for the others), the gradient check, the recipe's choices, the memory plan and the exports read
+// this table, so a new kind is a value of the enum and a row here.
+#pragma once
+#include <cmath>
+#include <iterator>
+
+namespace tf::kernels {
+
+enum class FeedForwardKind { gelu, swiglu };
+
+struct FeedForwardKindRow {
+  FeedForwardKind kind;
+  const char* name;
+  bool gated;                      // fc makes [gate | value], each of width d_ff
+  double (*activation)(double);    // act(x); null for GELU (model.gelu decides it)
+  double (*derivative)(double);    // act'(x)
+};
+
+// SiLU (Swish with beta = 1; Ramachandran et al. 2017): x sigmoid(x); with s = sigmoid(x) its
+// derivative is s (1 + x (1 - s)). exp(-x) = inf for x very negative: 1 / inf = 0, as it should.
+inline double silu(double x) { return x / (1 + std::exp(-x)); }
+inline double silu_derivative(double x) {
+  const double s = 1 / (1 + std::exp(-x));
+  return s * (1 + x * (1 - s));
+}
+
+inline constexpr FeedForwardKindRow kFeedForwardKindTable[] = {
+    {FeedForwardKind::gelu, "gelu", false, nullptr, nullptr},
+    {FeedForwardKind::swiglu, "swiglu", true, silu, silu_derivative},
+};
+
+inline constexpr const FeedForwardKindRow& feed_forward_row(FeedForwardKind kind) {
+  for (const FeedForwardKindRow& row : kFeedForwardKindTable)
+    if (row.kind == kind) return row;
+  return kFeedForwardKindTable[0];  // (every kind has a row)
+}
+inline const char* feed_forward_kind_name(FeedForwardKind kind) { return feed_forward_row(kind).name; }
+inline bool gated(FeedForwardKind kind) { return feed_forward_row(kind).gated; }
+
+// The kinds in the table's order (for the recipe's list of choices).
+inline constexpr auto kFeedForwardKinds = [] {
+  struct Kinds {
+    FeedForwardKind values[std::size(kFeedForwardKindTable)];
+    const FeedForwardKind* begin() const { return values; }
+    const FeedForwardKind* end() const { return values + std::size(kFeedForwardKindTable); }
+  } kinds{};
+  for (size_t i = 0; i < std::size(kFeedForwardKindTable); ++i) kinds.values[i] = kFeedForwardKindTable[i].kind;
+  return kinds;
+}();
+
+}  // namespace tf::kernels
