@@ -33,6 +33,7 @@ CHOICES = {
 FEED_FORWARD_KINDS = {
     "gelu": (False, lambda x, cfg: gelu(x, cfg)),
     "swiglu": (True, lambda x, cfg: F.silu(x)),
+    "relu2": (False, lambda x, cfg: F.relu(x).square()),
 }
 CHOICES["feed_forward"] = tuple(FEED_FORWARD_KINDS)
 

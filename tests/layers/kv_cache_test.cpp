@@ -233,7 +233,7 @@ TEST(DecodeStep, EveryBlockVariantMatchesTheFullForwardAtAnyThreadCount) {
     kernels::NormKind norm = kernels::NormKind::layer;
     kernels::FeedForwardKind feed_forward = kernels::FeedForwardKind::gelu;
   };
-  const Variant variants[] = {{"pre-LN", true, true, true, ops::GeluApprox::tanh, 2, 0, 0},
+  std::vector<Variant> variants = {{"pre-LN", true, true, true, ops::GeluApprox::tanh, 2, 0, 0},
                               {"post-LN, erf, untied", false, true, false, ops::GeluApprox::erf, 2, 0, 0},
                               {"no bias, grouped-query", true, false, true, ops::GeluApprox::tanh, 4, 2, 0},
                               {"d_ff 20, multi-query", true, true, true, ops::GeluApprox::tanh, 4, 1, 20},
@@ -241,6 +241,8 @@ TEST(DecodeStep, EveryBlockVariantMatchesTheFullForwardAtAnyThreadCount) {
                               {"post-RMSNorm", false, true, true, ops::GeluApprox::tanh, 2, 0, 0, kernels::NormKind::rms},
                               {"SwiGLU, RMSNorm", true, false, true, ops::GeluApprox::tanh, 2, 0, 0, kernels::NormKind::rms,
                                kernels::FeedForwardKind::swiglu}};
+  for (const kernels::FeedForwardKindRow& row : kernels::kFeedForwardKindTable)  // every kind of Note [feed-forward kinds]
+    variants.push_back({row.name, true, true, true, ops::GeluApprox::tanh, 2, 0, 0, kernels::NormKind::layer, row.kind});
   const int saved_threads = omp_get_max_threads();
   for (const Variant& v : variants) {
     ModelConfig c = cached_config(PositionEncoding::learned, v.heads, v.kv_heads);

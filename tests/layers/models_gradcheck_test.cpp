@@ -87,6 +87,26 @@ TEST(ModelGradcheckVariants, RmsNormAlibiWindowGptAndBert) {
   }
 }
 
+// Every row of Note [feed-forward kinds] in both models: a new kind is checked without a line here.
+TEST(ModelGradcheckVariants, EveryFeedForwardKindGptAndBert) {
+  for (const kernels::FeedForwardKindRow& row : kernels::kFeedForwardKindTable)
+    for (Architecture arch : {Architecture::gpt, Architecture::bert}) {
+      ModelConfig c = tiny_config(arch, PositionEncoding::learned);
+      c.feed_forward = row.kind;
+      Init init{Rng(13), DType::f64};
+      const Tensor ids = random_ids({2, 5}, 11, 1);
+      const std::string name = std::string(arch == Architecture::gpt ? "GPT, " : "BERT, ") + row.name;
+      if (arch == Architecture::gpt) {
+        const Gpt model(c, init);
+        expect_model_gradients(name, model, ids, random_ids({2, 5}, 11, 2), Tensor());
+      } else {
+        const Bert model(c, init);
+        expect_model_gradients(name, model, ids, ignore_positions(random_ids({2, 5}, 11, 2), {1, 3, 4, 6, 8, 9}),
+                               padding_2x5());
+      }
+    }
+}
+
 // RoPE stretched by YaRN (every frequency changed, rows scaled by its temperature) in both models.
 TEST(ModelGradcheckVariants, YarnScaledRopeGptAndBert) {
   for (Architecture arch : {Architecture::gpt, Architecture::bert}) {

@@ -13,7 +13,7 @@
 
 namespace tf::kernels {
 
-enum class FeedForwardKind { gelu, swiglu };
+enum class FeedForwardKind { gelu, swiglu, relu2 };
 
 struct FeedForwardKindRow {
   FeedForwardKind kind;
@@ -31,9 +31,15 @@ inline double silu_derivative(double x) {
   return s * (1 + x * (1 - s));
 }
 
+// Squared ReLU (So et al. 2021, "Primer", section 4; the modded-nanogpt speedruns): max(x, 0)^2,
+// derivative 2 max(x, 0).
+inline double relu2(double x) { return x > 0 ? x * x : 0; }
+inline double relu2_derivative(double x) { return x > 0 ? 2 * x : 0; }
+
 inline constexpr FeedForwardKindRow kFeedForwardKindTable[] = {
     {FeedForwardKind::gelu, "gelu", false, nullptr, nullptr},
     {FeedForwardKind::swiglu, "swiglu", true, silu, silu_derivative},
+    {FeedForwardKind::relu2, "relu2", false, relu2, relu2_derivative},
 };
 
 inline constexpr const FeedForwardKindRow& feed_forward_row(FeedForwardKind kind) {
