@@ -33,8 +33,8 @@ void common_mismatches(const ModelConfig& c, std::vector<std::string>& out) {
                     "); only softmax attention exports");
       break;
     }
-  for (const std::string& key : kernels::variant_keys_used(c.attention))
-    out.push_back(key + " is set; llama.cpp's llama and gpt2 have no such attention option");
+  for (const std::string& key : c.unexported_options())
+    out.push_back(key + " is set; llama.cpp's llama and gpt2 have no such option");
   if (!c.heads_per_layer.empty()) out.push_back("model.heads_per_layer is set (a pruned model): every layer must have model.n_heads heads");
   if (!c.pre_norm) out.push_back("model.pre_norm is false; both architectures normalise before each sublayer");
   if (c.n_segments != 0) out.push_back("model.n_segments is " + std::to_string(c.n_segments) + "; must be 0");

@@ -70,8 +70,8 @@ std::vector<std::string> bert_mismatches(const ModelConfig& c) {
       out.push_back("model.mixers holds another mixer than softmax attention");
       break;
     }
-  for (const std::string& key : kernels::variant_keys_used(c.attention))
-    out.push_back(key + " is set; the Hugging Face classes have no such attention option");
+  for (const std::string& key : c.unexported_options())
+    out.push_back(key + " is set; the Hugging Face classes have no such option");
   const bool rope = c.position == layers::PositionEncoding::rope;
   need(c.position == layers::PositionEncoding::learned || rope,
        std::string("model.position is ") + layers::position_encoding_name(c.position) +

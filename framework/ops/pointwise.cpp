@@ -9,13 +9,14 @@ namespace tf::ops {
 
 namespace {
 
-enum class Pointwise { exp, silu, softplus };
+enum class Pointwise { exp, silu, softplus, tanh };
 
 const char* pointwise_name(Pointwise f) {
   switch (f) {
     case Pointwise::exp: return "exp";
     case Pointwise::silu: return "silu";
     case Pointwise::softplus: return "softplus";
+    case Pointwise::tanh: return "tanh";
   }
   return "?";
 }
@@ -31,6 +32,7 @@ T value(Pointwise f, T x) {
     case Pointwise::exp: return std::exp(x);
     case Pointwise::silu: return x * sigmoid(x);
     case Pointwise::softplus: return x > T(20) ? x : std::log1p(std::exp(x));
+    case Pointwise::tanh: return std::tanh(x);
   }
   return x;
 }
@@ -44,6 +46,10 @@ T derivative(Pointwise f, T x) {
       return s * (T(1) + x * (T(1) - s));
     }
     case Pointwise::softplus: return sigmoid(x);
+    case Pointwise::tanh: {
+      const T t = std::tanh(x);
+      return T(1) - t * t;
+    }
   }
   return T(1);
 }
@@ -93,5 +99,6 @@ Tensor apply(Pointwise function, const Tensor& x) {
 Tensor exp(const Tensor& x) { return apply(Pointwise::exp, x); }
 Tensor silu(const Tensor& x) { return apply(Pointwise::silu, x); }
 Tensor softplus(const Tensor& x) { return apply(Pointwise::softplus, x); }
+Tensor tanh(const Tensor& x) { return apply(Pointwise::tanh, x); }
 
 }  // namespace tf::ops

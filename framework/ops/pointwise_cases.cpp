@@ -18,6 +18,9 @@ void add_pointwise_cases(std::vector<OpCase>& cases) {
                      return std::vector<Tensor>{x};
                    },
                    [](const std::vector<Tensor>& in) { return softplus(in[0]); }});
+  cases.push_back({"tanh", "(4, 6)",
+                   [](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, {4, 6}, "x", 3.0)}; },
+                   [](const std::vector<Tensor>& in) { return tanh(in[0]); }});
 }
 
 }  // namespace tf::ops

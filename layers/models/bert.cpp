@@ -41,7 +41,7 @@ Tensor Bert::mlm_logits(const Tensor& hidden) const {
   LayerScope head("mlm_head");
   const Tensor dense = in_layer("dense", [&] { return ops::gelu(mlm_dense.forward(hidden), config_.gelu); });
   const Tensor h = in_layer("norm", [&] { return mlm_norm.forward(dense); });
-  return ops::linear(h, token_embedding.weight, mlm_bias);  // tied to token_embedding, own bias
+  return config_.output_logits(ops::linear(h, token_embedding.weight, mlm_bias));  // tied to token_embedding, own bias
 }
 
 Tensor Bert::logits(const Tensor& ids, const Tensor& key_padding, const Context& ctx) const {

@@ -75,6 +75,16 @@ struct ModelConfig {
   // Every inconsistent combination, each a ConfigError naming its fields (a recipe reports them all).
   std::vector<ConfigError> problems() const;
 
+  // Note [output logits]
+  // ~~~~~~~~~~~~~~~~~~~~
+  // What changes the logits after the output head, in both models and on every path (training,
+  // evaluation, sampling, decoding: Gpt::head and Bert::mlm_logits call this); a new option is a
+  // field and its lines here and in unexported_options.
+  Tensor output_logits(const Tensor& logits) const { return logits; }
+  // The recipe keys of the options set here that no export (GGUF, Hugging Face) expresses: the
+  // attention variant's (Note [variant options]) and the output logits'.
+  std::vector<std::string> unexported_options() const { return kernels::variant_keys_used(attention); }
+
  private:
   void mixer_problems(std::vector<ConfigError>& found) const;  // the options each layer's mixer supports
   void differential_problems(std::vector<ConfigError>& found) const;  // paired heads, no T5 table or attention dropout

@@ -30,8 +30,9 @@ Tensor Gpt::embed(const Tensor& ids, const Context& ctx, int64_t position_offset
 }
 
 Tensor Gpt::head(const Tensor& h) const {
-  if (config_.tie_embeddings) return in_layer("token_embedding", [&] { return ops::linear(h, token_embedding.weight); });
-  return in_layer("lm_head", [&] { return lm_head.forward(h); });  // (B, T, V)
+  if (config_.tie_embeddings)
+    return config_.output_logits(in_layer("token_embedding", [&] { return ops::linear(h, token_embedding.weight); }));
+  return config_.output_logits(in_layer("lm_head", [&] { return lm_head.forward(h); }));  // (B, T, V)
 }
 
 Tensor Gpt::hidden(const Tensor& ids, const Context& ctx, KvCache* cache) const {
