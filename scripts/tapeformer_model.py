@@ -69,6 +69,7 @@ class ModelConfig:
     relative_buckets: int = 32
     relative_max_distance: int = 128
     logit_softcap: float = 0.0         # Gemma 2: scores -> c tanh(scores / c); 0: off
+    final_softcap: float = 0.0         # Gemma 2: logits -> c tanh(logits / c); 0: off
     rope_scaling: str = "none"
     rope_scaling_factor: float = 1.0
     rope_original_context: int = 0
@@ -530,6 +531,11 @@ class Model(nn.Module):
         for block in self.blocks:
             x = block(x, pattern, key_padding if cfg.arch == "bert" else None)
         if cfg.arch == "bert":
-            return self.mlm_head(x, self.token_embedding.weight)
+            return self.output_logits(self.mlm_head(x, self.token_embedding.weight))
         x = self.ln_f(x)
-        return self.lm_head(x) if not cfg.tie_embeddings else x @ self.token_embedding.weight.T
+        return self.output_logits(self.lm_head(x) if not cfg.tie_embeddings else x @ self.token_embedding.weight.T)
+
+    def output_logits(self, logits):
+        """Gemma 2's cap on the output logits (model.final_softcap): c tanh(z / c)."""
+        c = self.cfg.final_softcap
+        return c * torch.tanh(logits / c) if c > 0 else logits

@@ -7,6 +7,8 @@
 
 #include "framework/error.h"
 #include "framework/ops/activation.h"
+#include "framework/ops/elementwise.h"
+#include "framework/ops/pointwise.h"
 #include "framework/ops/rope.h"
 #include "layers/block.h"
 #include "layers/positional.h"
@@ -57,6 +59,7 @@ struct ModelConfig {
   bool bias = true;            // biases in linear layers
   int64_t n_segments = 0;      // BERT token-type (segment) embeddings; 0 = none
   double init_std = 0.02;
+  double final_softcap = 0;    // Gemma 2's cap on the output logits: c tanh(logits / c); 0 = off
 
   // The defaults that depend on other fields, resolved here and only here; layers are given these.
   int64_t head_dim() const { return d_head > 0 ? d_head : d_model / n_heads; }
@@ -80,10 +83,18 @@ struct ModelConfig {
   // What changes the logits after the output head, in both models and on every path (training,
   // evaluation, sampling, decoding: Gpt::head and Bert::mlm_logits call this); a new option is a
   // field and its lines here and in unexported_options.
-  Tensor output_logits(const Tensor& logits) const { return logits; }
+  Tensor output_logits(const Tensor& logits) const {
+    if (final_softcap > 0)  // Gemma 2 (Gemma Team 2024, section 2): every logit stays inside (-c, c)
+      return ops::scale(ops::tanh(ops::scale(logits, 1 / final_softcap)), final_softcap);
+    return logits;
+  }
   // The recipe keys of the options set here that no export (GGUF, Hugging Face) expresses: the
   // attention variant's (Note [variant options]) and the output logits'.
-  std::vector<std::string> unexported_options() const { return kernels::variant_keys_used(attention); }
+  std::vector<std::string> unexported_options() const {
+    std::vector<std::string> keys = kernels::variant_keys_used(attention);
+    if (final_softcap > 0) keys.push_back("model.final_softcap");
+    return keys;
+  }
 
  private:
   void mixer_problems(std::vector<ConfigError>& found) const;  // the options each layer's mixer supports

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/char_tokenizer.h"
+#include "export/gguf_model.h"
 #include "export/gguf_read.h"
 #include "export/gguf_tokenizer.h"
 #include "framework/error.h"
@@ -301,6 +303,25 @@ TEST(Gguf, ABpeTokenizerWithTheOlderPreTokenizerIsRefused) {
     EXPECT_NE(std::string(e.what()).find("older pre-tokenizer 'gpt2-classes'"), std::string::npos) << e.what();
   }
   add_gguf_tokenizer(file, data::BpeTokenizer({{'a', 'b'}}));  // gpt2: accepted
+}
+
+// What ModelConfig::unexported_options lists is refused by both architectures, by key: an option
+// of the attention variant (Note [variant options]) and one of the output logits (Note [output logits]).
+TEST(Gguf, OptionsNoArchitectureExpressesAreRefusedByKey) {
+  layers::ModelConfig c;  // otherwise llama's shape
+  c.position = layers::PositionEncoding::rope;
+  c.norm = kernels::NormKind::rms;
+  c.feed_forward = kernels::FeedForwardKind::swiglu;
+  c.bias = false;
+  ASSERT_TRUE(gguf_mismatches(c, GgufArch::llama).empty());
+  c.final_softcap = 30;
+  c.attention.logit_softcap = 50;
+  for (GgufArch arch : {GgufArch::llama, GgufArch::gpt2}) {
+    const std::vector<std::string> why = gguf_mismatches(c, arch);
+    for (const std::string key : {"model.final_softcap is set", "model.logit_softcap is set"})
+      EXPECT_TRUE(std::any_of(why.begin(), why.end(), [&](const std::string& w) { return w.rfind(key, 0) == 0; }))
+          << key << " missing for " << gguf_arch_name(arch);
+  }
 }
 
 }  // namespace

@@ -107,6 +107,58 @@ TEST(ModelGradcheckVariants, EveryFeedForwardKindGptAndBert) {
     }
 }
 
+// model.final_softcap (Note [output logits]): gradients through the cap in both models, and the
+// capped logits equal c tanh(z / c) of the same model's uncapped logits z (the same seed gives the
+// same weights), every one inside (-c, c).
+TEST(ModelGradcheckVariants, FinalSoftcapGptAndBert) {
+  for (Architecture arch : {Architecture::gpt, Architecture::bert}) {
+    ModelConfig c = tiny_config(arch, PositionEncoding::learned);
+    const double cap = 0.3;  // small enough that tanh bends the logits of the perturbed weights
+    ModelConfig capped = c;
+    capped.final_softcap = cap;
+    Init init{Rng(14), DType::f64}, same{Rng(14), DType::f64};
+    const Tensor ids = random_ids({2, 5}, 11, 1);
+    const NoGradGuard no_grad;
+    std::vector<double> z, y;
+    // Weights perturbed alike (std 0.3), so that the logits reach past the cap.
+    if (arch == Architecture::gpt) {
+      const Gpt plain(c, init), with_cap(capped, same);
+      perturb(plain.parameters(), 5);
+      perturb(with_cap.parameters(), 5);
+      z = plain.logits(ids, Tensor(), {}).to_vector();
+      y = with_cap.logits(ids, Tensor(), {}).to_vector();
+    } else {
+      const Bert plain(c, init), with_cap(capped, same);
+      perturb(plain.parameters(), 5);
+      perturb(with_cap.parameters(), 5);
+      z = plain.logits(ids, padding_2x5(), {}).to_vector();
+      y = with_cap.logits(ids, padding_2x5(), {}).to_vector();
+    }
+    ASSERT_EQ(z.size(), y.size());
+    double largest = 0;
+    for (size_t i = 0; i < z.size(); ++i) {
+      EXPECT_NEAR(y[i], cap * std::tanh(z[i] / cap), 1e-14);
+      EXPECT_LT(std::abs(y[i]), cap);
+      largest = std::max(largest, std::abs(z[i]));
+    }
+    EXPECT_GT(largest, cap) << "no logit reached the cap: the case checks little";
+  }
+  for (Architecture arch : {Architecture::gpt, Architecture::bert}) {
+    ModelConfig c = tiny_config(arch, PositionEncoding::learned);
+    c.final_softcap = 0.3;
+    Init init{Rng(15), DType::f64};
+    const Tensor ids = random_ids({2, 5}, 11, 1);
+    if (arch == Architecture::gpt) {
+      const Gpt model(c, init);
+      expect_model_gradients("GPT, final soft cap 0.3", model, ids, random_ids({2, 5}, 11, 2), Tensor());
+    } else {
+      const Bert model(c, init);
+      expect_model_gradients("BERT, final soft cap 0.3", model, ids,
+                             ignore_positions(random_ids({2, 5}, 11, 2), {1, 3, 4, 6, 8, 9}), padding_2x5());
+    }
+  }
+}
+
 // RoPE stretched by YaRN (every frequency changed, rows scaled by its temperature) in both models.
 TEST(ModelGradcheckVariants, YarnScaledRopeGptAndBert) {
   for (Architecture arch : {Architecture::gpt, Architecture::bert}) {
