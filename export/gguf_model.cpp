@@ -28,7 +28,7 @@ void common_mismatches(const ModelConfig& c, std::vector<std::string>& out) {
   if (c.arch != layers::Architecture::gpt)
     out.push_back("model.arch is bert; llama.cpp runs causal language models (export a BERT as safetensors or weights)");
   for (int64_t l = 0; l < c.n_layers; ++l)
-    if (c.mixer(l) != layers::MixerKind::attention) {
+    if (!layers::mixer_row(c.mixer(l)).exports) {
       out.push_back(std::string("model.mixers holds ") + layers::mixer_name(c.mixer(l)) + " (layer " + std::to_string(l) +
                     "); only softmax attention exports");
       break;

@@ -66,7 +66,7 @@ std::vector<std::string> bert_mismatches(const ModelConfig& c) {
   need(c.n_heads * c.head_dim() == c.d_model, "model.head_dim: n_heads x head_dim must be d_model");
   need(c.heads_per_layer.empty(), "model.heads_per_layer is set (a pruned model)");
   for (int64_t l = 0; l < c.n_layers; ++l)
-    if (c.mixer(l) != layers::MixerKind::attention) {
+    if (!layers::mixer_row(c.mixer(l)).exports) {
       out.push_back("model.mixers holds another mixer than softmax attention");
       break;
     }

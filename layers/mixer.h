@@ -13,22 +13,48 @@
 // The first three are multi-head layers with the same projections (layers/attention.h): only the op
 // between the projections differs (differential attention adds its lambda vectors and a per-head
 // norm). A Mamba layer has projections of its own (layers/mamba.h) and no heads.
+//
+// Note [mixer support]: what each mixer supports is declared once, in its row of kMixerTable; the
+// configuration check (score options on score-less layers), sequence parallelism and the exports
+// read the row.
 #pragma once
+#include <cstddef>
+#include <iterator>
 
 namespace tf::layers {
 
 enum class MixerKind { attention, linear, differential, mamba };
-inline constexpr MixerKind kMixerKinds[] = {MixerKind::attention, MixerKind::linear, MixerKind::differential,
-                                            MixerKind::mamba};
 
-inline const char* mixer_name(MixerKind kind) {
-  switch (kind) {
-    case MixerKind::attention: return "attention";
-    case MixerKind::linear: return "linear";
-    case MixerKind::differential: return "differential";
-    case MixerKind::mamba: return "mamba";
-  }
-  return "?";
+struct MixerRow {
+  MixerKind kind;
+  const char* name;
+  bool forms_scores;  // softmax scores exist: ALiBi, T5, RoPE, windows and attention dropout act on it
+  bool ring;          // sequence parallelism runs it round the ring (train.sequence_parallel)
+  bool exports;       // llama.cpp's llama / gpt2 and the Hugging Face classes express it
+};
+inline constexpr MixerRow kMixerTable[] = {
+    {MixerKind::attention, "attention", true, true, true},
+    {MixerKind::linear, "linear", false, false, false},
+    {MixerKind::differential, "differential", true, false, false},
+    {MixerKind::mamba, "mamba", false, false, false},
+};
+
+inline constexpr const MixerRow& mixer_row(MixerKind kind) {
+  for (const MixerRow& row : kMixerTable)
+    if (row.kind == kind) return row;
+  return kMixerTable[0];  // (every kind has a row)
 }
+inline const char* mixer_name(MixerKind kind) { return mixer_row(kind).name; }
+
+// The kinds in the table's order (the recipe's choices).
+inline constexpr auto kMixerKinds = [] {
+  struct Kinds {
+    MixerKind values[std::size(kMixerTable)];
+    const MixerKind* begin() const { return values; }
+    const MixerKind* end() const { return values + std::size(kMixerTable); }
+  } kinds{};
+  for (std::size_t i = 0; i < std::size(kMixerTable); ++i) kinds.values[i] = kMixerTable[i].kind;
+  return kinds;
+}();
 
 }  // namespace tf::layers

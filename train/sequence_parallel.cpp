@@ -24,7 +24,7 @@ void check_sequence_parallel(const Recipe& r, int64_t ranks) {
                  "so it has no effect: run under mpirun -np N (N >= 2), or set train.sequence_parallel: off");
   TF_CHECK_INPUT(m.arch == layers::Architecture::gpt, key, " splits the sequences of a GPT; model.arch is bert");
   for (int64_t l = 0; l < m.n_layers; ++l)
-    TF_CHECK_INPUT(m.mixer(l) == layers::MixerKind::attention, key, " runs softmax attention round the ring; layer ", l,
+    TF_CHECK_INPUT(layers::mixer_row(m.mixer(l)).ring, key, " runs softmax attention round the ring; layer ", l,
                    " has model.mixer ", layers::mixer_name(m.mixer(l)));
   const layers::PositionEncoding p = m.position;
   TF_CHECK_INPUT(p != layers::PositionEncoding::t5, key, " takes no model.position t5 (ring attention does not carry "

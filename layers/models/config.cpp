@@ -44,7 +44,7 @@ TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
   b.attn.mixer = mixer(layer);
   b.mamba = {.d_model = d_model, .expand = mamba_expand, .state = mamba_state, .conv = mamba_conv,
              .init_std = init_std, .out_init_std = residual_std};
-  if (b.attn.mixer == MixerKind::linear || b.attn.mixer == MixerKind::mamba) {  // the score options act on the softmax layers only
+  if (!mixer_row(b.attn.mixer).forms_scores) {  // the score options act on the softmax layers only
     b.attn.rope = false;
     b.attn.variant = {};
     b.attn.attn_dropout = 0;
@@ -205,10 +205,15 @@ void ModelConfig::mixer_problems(std::vector<ConfigError>& found) const {
                    "model.mamba_expand, mamba_state and mamba_conv must be positive, got ", mamba_expand, ", ",
                    mamba_state, ", ", mamba_conv);
   }
-  const auto scoreless = linear + mamba;  // layers that form no attention scores
-  if (scoreless == 0 || scoreless < static_cast<int64_t>(mixers.size())) return;  // softmax layers take the rest
-  const std::string every = std::string("model.mixer ") + (mamba == 0 ? "linear" : linear == 0 ? "mamba" : "linear and mamba") +
-                            " in every layer";
+  // Layers that form no attention scores (Note [mixer support]); a softmax layer takes the options.
+  std::string scoreless_names;
+  for (const MixerRow& row : kMixerTable)
+    if (!row.forms_scores && std::count(mixers.begin(), mixers.end(), row.kind) > 0)
+      scoreless_names += (scoreless_names.empty() ? "" : " and ") + std::string(row.name);
+  if (mixers.empty() ||
+      std::any_of(mixers.begin(), mixers.end(), [](MixerKind m) { return mixer_row(m).forms_scores; }))
+    return;
+  const std::string every = "model.mixer " + scoreless_names + " in every layer";
   const bool absolute = position == PositionEncoding::none || position == PositionEncoding::sinusoidal ||
                         position == PositionEncoding::learned;
   TF_NOTE_CONFIG(found, absolute, ({"model.position", "model.mixer"}), every,
