@@ -18,8 +18,7 @@
 // configuration check (score options on score-less layers), sequence parallelism and the exports
 // read the row.
 #pragma once
-#include <cstddef>
-#include <iterator>
+#include "framework/kind_table.h"
 
 namespace tf::layers {
 
@@ -39,22 +38,8 @@ inline constexpr MixerRow kMixerTable[] = {
     {MixerKind::mamba, "mamba", false, false, false},
 };
 
-inline constexpr const MixerRow& mixer_row(MixerKind kind) {
-  for (const MixerRow& row : kMixerTable)
-    if (row.kind == kind) return row;
-  return kMixerTable[0];  // (every kind has a row)
-}
+inline constexpr const MixerRow& mixer_row(MixerKind kind) { return row_of(kMixerTable, kind); }
 inline const char* mixer_name(MixerKind kind) { return mixer_row(kind).name; }
-
-// The kinds in the table's order (the recipe's choices).
-inline constexpr auto kMixerKinds = [] {
-  struct Kinds {
-    MixerKind values[std::size(kMixerTable)];
-    const MixerKind* begin() const { return values; }
-    const MixerKind* end() const { return values + std::size(kMixerTable); }
-  } kinds{};
-  for (std::size_t i = 0; i < std::size(kMixerTable); ++i) kinds.values[i] = kMixerTable[i].kind;
-  return kinds;
-}();
+inline constexpr auto kMixerKinds = kinds_of(kMixerTable);  // the recipe's choices, in the table's order
 
 }  // namespace tf::layers

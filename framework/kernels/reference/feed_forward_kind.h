@@ -9,7 +9,8 @@
 // this table, so a new kind is a value of the enum and a row here.
 #pragma once
 #include <cmath>
-#include <iterator>
+
+#include "framework/kind_table.h"
 
 namespace tf::kernels {
 
@@ -43,22 +44,11 @@ inline constexpr FeedForwardKindRow kFeedForwardKindTable[] = {
 };
 
 inline constexpr const FeedForwardKindRow& feed_forward_row(FeedForwardKind kind) {
-  for (const FeedForwardKindRow& row : kFeedForwardKindTable)
-    if (row.kind == kind) return row;
-  return kFeedForwardKindTable[0];  // (every kind has a row)
+  return row_of(kFeedForwardKindTable, kind);
 }
 inline const char* feed_forward_kind_name(FeedForwardKind kind) { return feed_forward_row(kind).name; }
 inline bool gated(FeedForwardKind kind) { return feed_forward_row(kind).gated; }
 
-// The kinds in the table's order (for the recipe's list of choices).
-inline constexpr auto kFeedForwardKinds = [] {
-  struct Kinds {
-    FeedForwardKind values[std::size(kFeedForwardKindTable)];
-    const FeedForwardKind* begin() const { return values; }
-    const FeedForwardKind* end() const { return values + std::size(kFeedForwardKindTable); }
-  } kinds{};
-  for (size_t i = 0; i < std::size(kFeedForwardKindTable); ++i) kinds.values[i] = kFeedForwardKindTable[i].kind;
-  return kinds;
-}();
+inline constexpr auto kFeedForwardKinds = kinds_of(kFeedForwardKindTable);  // the recipe's choices, in order
 
 }  // namespace tf::kernels
