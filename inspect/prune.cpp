@@ -86,6 +86,8 @@ Tensor cut_by_name(const std::string& name, const Tensor& t, const std::vector<L
   if (rest == "attn.qkv.weight" || rest == "attn.qkv.bias") return take_rows(t, cut.qkv_rows);
   if (rest == "attn.proj.weight") return take_columns(t, cut.proj_columns);
   if (rest == "attn.relative_bias") return take_rows(t, cut.head_rows);
+  if (rest.rfind("attn.", 0) == 0 && layers::AttentionHooks::rows_per_query_head(rest.substr(5)))
+    return take_rows(t, cut.proj_columns);  // the same D-wide blocks per head as W_O's columns
   return t.clone();
 }
 

@@ -38,6 +38,7 @@ MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o
   proj = Linear({o.n_heads * head_dim(), o.d_model, o.bias, o.proj_init_std}, init);
   if (o.variant.relative_buckets > 0) relative_bias = init.normal({o.n_heads, o.variant.relative_buckets}, o.init_std);
   if (o.mixer == MixerKind::differential) init_differential(init);
+  hooks = AttentionHooks(o.layer, {o.d_model, o.n_heads, head_dim(), o.bias, o.ln_eps, o.init_std}, init);
 }
 
 MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int64_t position_offset,
@@ -46,6 +47,7 @@ MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int
   // (B, T, (H + 2G) D) -> (B, H, T, D), (B, G, T, D), (B, G, T, D)
   const auto parts = ops::split_heads(in_layer("qkv", [&] { return qkv.forward(x); }), {H, G, G}, D);
   Heads out{parts[0], parts[1], parts[2]};
+  hooks.queries_and_keys(out.queries, out.keys);
   if (options.rope) {
     ops::RopeOptions rope = options.rope_options;
     const auto rotate = [&](const Tensor& t, int64_t start) {  // (B, H, T, D), positions start ...
@@ -72,15 +74,16 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
   if (options.mixer == MixerKind::differential) {
     TF_CHECK_INPUT(!gate.defined(), "head gates (head importance, pruning) act on softmax heads; a differential "
                    "attention layer has none to gate");
-    const Tensor merged = ops::merge_heads(differential(x, key_padding, ctx, cache));  // (B, T, H D)
-    return in_layer("proj", [&] { return proj.forward(merged); });
+    const Tensor merged = hooks.heads_output(ops::merge_heads(differential(x, key_padding, ctx, cache)), x);
+    return in_layer("proj", [&] { return proj.forward(merged); });  // (B, T, H D) -> (B, T, C)
   }
   if (cache) {
     if (options.mixer == MixerKind::linear) {
       const Heads h = project_heads(x, cache->next_position());
       out = ops::linear_attention_append(h.queries, h.keys, h.values, cache->state);
-    } else if (!gate.defined() && ops::one_token_step(x) && cache->keys.dim(0) == 1) {
-      // The whole layer in one parallel region; it has no place for gates, which take the path below.
+    } else if (!gate.defined() && !hooks.any() && ops::one_token_step(x) && cache->keys.dim(0) == 1) {
+      // The whole layer in one parallel region; it has no place for gates or the layer's options,
+      // which take the path below.
       return ops::attention_layer_step(x, {qkv.weight, qkv.bias, proj.weight, proj.bias}, options.n_heads, *cache,
                                        options.rope ? &options.rope_options : nullptr, options.variant, relative_bias);
     } else {
@@ -113,7 +116,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
   }
   if (gate.defined()) out = gate_heads(out, gate);
   // (B, H, T, D) -> (B, T, H D): the heads side by side, then W_O mixes them.
-  const Tensor merged = ops::merge_heads(out);
+  const Tensor merged = hooks.heads_output(ops::merge_heads(out), x);
   return in_layer("proj", [&] { return proj.forward(merged); });
 }
 
@@ -125,6 +128,7 @@ void MultiHeadAttention::parameters(ParamList& out, const std::string& prefix) c
                          {"lambda_k2", &lambda_k2}})
     add_param(out, prefix + name, *t, ParamKind::norm);  // no weight decay, like a norm's scale
   if (subln.weight.defined()) subln.parameters(out, prefix + "subln.");
+  hooks.parameters(out, prefix);
 }
 
 }  // namespace tf::layers

@@ -6,12 +6,14 @@
 //   qkv = x W_qkv^T + b         (B, T, (H + 2G) D)   one matmul, never a loop over heads
 //   q, k, v = split(qkv)        (B, T, H D), (B, T, G D), (B, T, G D)
 //   q -> (B, H, T, D); k, v -> (B, G, T, D)
+//   (options on queries and keys, e.g. model.qk_norm: Note [attention layer options])
 //   (RoPE: rotate q and k by their positions)
 //   o = softmax(q k^T / sqrt(D) + mask) v      (B, H, T, D)   one fused op, framework/ops/attention.h
 //     (mixer linear: o = linear_attention(q, k, v), framework/ops/linear_attention.h; G = H)
 //     (mixer differential: heads 2i and 2i + 1 are the two maps of differential head i, whose value is
 //      their values side by side, 2D wide; layers/differential_attention.cpp, Ye et al. 2024)
 //   (head gates, Context::head_gates: o_h *= xi_h   (Michel et al. 2019, section 4.1))
+//   (options on the heads' outputs, e.g. model.attention_gate: Note [attention layer options])
 //   y = concat_heads(o) W_O^T + b_O             (B, T, C)
 //
 // Dividing by sqrt(D) keeps the scores' variance near 1 when q and k have unit-variance entries,
@@ -20,6 +22,7 @@
 #include "framework/ops/attention.h"
 #include "framework/ops/attention_cache.h"
 #include "framework/ops/rope.h"
+#include "layers/attention_options.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/mixer.h"
@@ -38,8 +41,10 @@ struct MultiHeadAttention {
     bool rope = false;        // rotate queries and keys (Su et al. 2021)
     ops::RopeOptions rope_options;
     kernels::AttentionVariant variant = {};  // sliding window, ALiBi, T5 bias (Note [attention variants])
+    AttentionLayerOptions layer = {};  // around the op: on queries and keys, on the heads' outputs
     double attn_dropout = 0;  // on the attention probabilities
     double lambda_init = 0.8; // differential: lambda_init, 0.8 - 0.6 exp(-0.3 (l - 1)) for layer l (the model sets it)
+    double ln_eps = 1e-5;     // the model's, for a norm an option of `layer` adds
     double init_std = 0.02;
     double proj_init_std = 0.02;  // GPT-2's scaled init of the residual projection
   };
@@ -51,6 +56,7 @@ struct MultiHeadAttention {
   // Differential attention only (Note [differential attention] in framework/ops/differential_attention.h):
   Tensor lambda_q1, lambda_k1, lambda_q2, lambda_k2;  // (D) each, lambda's re-parameterisation
   LayerNorm subln;  // RMSNorm over a differential head's 2D outputs, shared by the heads
+  AttentionHooks hooks;  // the parameters and code of options.layer (Note [attention layer options])
 
   MultiHeadAttention() = default;
   MultiHeadAttention(const Options& options, Init& init);

@@ -6,6 +6,7 @@
 //   qkv = x W_qkv^T + b                      (B, T, (H + 2G) D), as for softmax attention
 //   q, k, v = split_heads(qkv, 2D)           (B, H/2, T, 2D), (B, G/2, T, 2D), (B, G/2, T, 2D)
 //   q1, q2 = the halves of q; k1, k2 of k    (B, H/2, T, D) and (B, G/2, T, D): softmax heads 2i, 2i + 1
+//   (options on queries and keys: on (q1, k1) and (q2, k2), the D-wide heads; Note [attention layer options])
 //   (RoPE: rotate q1, q2, k1, k2 by their positions)
 //   o = (softmax(q1 k1^T / sqrt(D)) - lambda softmax(q2 k2^T / sqrt(D))) v     (B, H/2, T, 2D)
 //   o = (1 - lambda_init) RMSNorm(o)         per head, over its 2D outputs (eq. 3)
@@ -34,6 +35,7 @@ Tensor MultiHeadAttention::differential(const Tensor& x, const Tensor& key_paddi
   const int64_t H = options.n_heads, G = kv_heads(), D = head_dim();
   const auto parts = ops::split_heads(in_layer("qkv", [&] { return qkv.forward(x); }), {H / 2, G / 2, G / 2}, 2 * D);
   auto q = ops::split(parts[0], {D, D}, -1), k = ops::split(parts[1], {D, D}, -1);
+  for (int half : {0, 1}) hooks.queries_and_keys(q[half], k[half]);
   if (options.rope) {
     ops::RopeOptions rope = options.rope_options;
     rope.position_offset += cache ? cache->next_position() : 0;

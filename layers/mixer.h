@@ -15,8 +15,8 @@
 // norm). A Mamba layer has projections of its own (layers/mamba.h) and no heads.
 //
 // Note [mixer support]: what each mixer supports is declared once, in its row of kMixerTable; the
-// configuration check (score options on score-less layers), sequence parallelism and the exports
-// read the row.
+// configuration check (score options on score-less layers, the attention layer's options on layers
+// without heads), sequence parallelism and the exports read the row.
 #pragma once
 #include "framework/kind_table.h"
 
@@ -27,15 +27,16 @@ enum class MixerKind { attention, linear, differential, mamba };
 struct MixerRow {
   MixerKind kind;
   const char* name;
+  bool heads;         // a multi-head layer (layers/attention.h): Note [attention layer options] acts on it
   bool forms_scores;  // softmax scores exist: ALiBi, T5, RoPE, windows and attention dropout act on it
   bool ring;          // sequence parallelism runs it round the ring (train.sequence_parallel)
   bool exports;       // llama.cpp's llama / gpt2 and the Hugging Face classes express it
 };
 inline constexpr MixerRow kMixerTable[] = {
-    {MixerKind::attention, "attention", true, true, true},
-    {MixerKind::linear, "linear", false, false, false},
-    {MixerKind::differential, "differential", true, false, false},
-    {MixerKind::mamba, "mamba", false, false, false},
+    {MixerKind::attention, "attention", true, true, true, true},
+    {MixerKind::linear, "linear", true, false, false, false},
+    {MixerKind::differential, "differential", true, true, false, false},
+    {MixerKind::mamba, "mamba", false, false, false, false},
 };
 
 inline constexpr const MixerRow& mixer_row(MixerKind kind) { return row_of(kMixerTable, kind); }

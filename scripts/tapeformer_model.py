@@ -346,6 +346,7 @@ class Attention(nn.Module):
         q = q.reshape(B, T, H, D).transpose(1, 2)                     # (B, H, T, D)
         k = k.reshape(B, T, G, D).transpose(1, 2)                     # (B, G, T, D)
         v = v.reshape(B, T, G, D).transpose(1, 2)
+        q, k = self.queries_and_keys(q, k)
         if self.linear:  # Katharopoulos et al. 2020: phi(q) . phi(k), phi = elu + 1, no score options
             weights = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-1, -2)  # (B, H, T, T)
             visible = torch.ones(T, T, dtype=torch.bool)
@@ -356,11 +357,11 @@ class Attention(nn.Module):
                 visible = visible & (key_padding != 0)[:, None, None, :]
             weights = weights.masked_fill(~visible, 0.0)
             out = (weights @ v) / (weights.sum(-1, keepdim=True) + 1e-6)
-            return self.proj(out.transpose(1, 2).reshape(B, T, H * D))
+            return self.proj(self.heads_output(out.transpose(1, 2).reshape(B, T, H * D), x))
         if pattern.rope is not None:
             q, k = rope(q, *pattern.rope), rope(k, *pattern.rope)
         if self.differential:
-            return self.proj(self.differential_heads(q, k, v, pattern, key_padding))
+            return self.proj(self.heads_output(self.differential_heads(q, k, v, pattern, key_padding), x))
         k = k.repeat_interleave(H // G, dim=1)  # query head h reads kv head h / (H / G)
         v = v.repeat_interleave(H // G, dim=1)  # (B, H, T, D)
         scores = q @ k.transpose(-1, -2) / math.sqrt(D)  # (B, H, T, T)
@@ -376,7 +377,17 @@ class Attention(nn.Module):
         probs = probs.masked_fill(~visible.any(-1, keepdim=True), 0.0)  # a row with no key: 0, not NaN
         probs = F.dropout(probs, cfg.attn_dropout, self.training)
         out = (probs @ v).transpose(1, 2).reshape(B, T, H * D)
-        return self.proj(out)  # (B, T, C)
+        return self.proj(self.heads_output(out, x))  # (B, T, C)
+
+    def queries_and_keys(self, q, k):
+        """The layer's options on each head's queries (B, H, T, D) and keys (B, G, T, D), before RoPE
+        (Note [attention layer options])."""
+        return q, k
+
+    def heads_output(self, heads, x):
+        """The layer's options on the heads' outputs side by side (B, T, H D), before W_O; x is the
+        layer's input (B, T, C)."""
+        return heads
 
     def differential_heads(self, q, k, v, pattern, key_padding):
         """Softmax heads 2i and 2i + 1 are the two maps of differential head i, whose value is

@@ -1,4 +1,4 @@
-// Pointwise functions: one templated loop per direction, and the three functions as (f, f') pairs.
+// Pointwise functions: one templated loop per direction, and the functions as (f, f') pairs.
 #include "framework/ops/pointwise.h"
 
 #include <cmath>
@@ -9,7 +9,7 @@ namespace tf::ops {
 
 namespace {
 
-enum class Pointwise { exp, silu, softplus, tanh };
+enum class Pointwise { exp, silu, softplus, tanh, sigmoid };
 
 const char* pointwise_name(Pointwise f) {
   switch (f) {
@@ -17,6 +17,7 @@ const char* pointwise_name(Pointwise f) {
     case Pointwise::silu: return "silu";
     case Pointwise::softplus: return "softplus";
     case Pointwise::tanh: return "tanh";
+    case Pointwise::sigmoid: return "sigmoid";
   }
   return "?";
 }
@@ -33,6 +34,7 @@ T value(Pointwise f, T x) {
     case Pointwise::silu: return x * sigmoid(x);
     case Pointwise::softplus: return x > T(20) ? x : std::log1p(std::exp(x));
     case Pointwise::tanh: return std::tanh(x);
+    case Pointwise::sigmoid: return sigmoid(x);
   }
   return x;
 }
@@ -49,6 +51,10 @@ T derivative(Pointwise f, T x) {
     case Pointwise::tanh: {
       const T t = std::tanh(x);
       return T(1) - t * t;
+    }
+    case Pointwise::sigmoid: {
+      const T s = sigmoid(x);
+      return s * (T(1) - s);
     }
   }
   return T(1);
@@ -100,5 +106,6 @@ Tensor exp(const Tensor& x) { return apply(Pointwise::exp, x); }
 Tensor silu(const Tensor& x) { return apply(Pointwise::silu, x); }
 Tensor softplus(const Tensor& x) { return apply(Pointwise::softplus, x); }
 Tensor tanh(const Tensor& x) { return apply(Pointwise::tanh, x); }
+Tensor sigmoid(const Tensor& x) { return apply(Pointwise::sigmoid, x); }
 
 }  // namespace tf::ops

@@ -21,6 +21,9 @@ void add_pointwise_cases(std::vector<OpCase>& cases) {
   cases.push_back({"tanh", "(4, 6)",
                    [](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, {4, 6}, "x", 3.0)}; },
                    [](const std::vector<Tensor>& in) { return tanh(in[0]); }});
+  cases.push_back({"sigmoid", "(4, 6)",
+                   [](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, {4, 6}, "x", 3.0)}; },
+                   [](const std::vector<Tensor>& in) { return sigmoid(in[0]); }});
 }
 
 }  // namespace tf::ops

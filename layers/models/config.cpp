@@ -41,6 +41,8 @@ TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
     b.attn.variant.relative_max_distance = relative_max_distance;
   }
   b.attn.attn_dropout = attn_dropout;
+  b.attn.layer = attention_layer;
+  b.attn.ln_eps = ln_eps;
   b.attn.mixer = mixer(layer);
   b.mamba = {.d_model = d_model, .expand = mamba_expand, .state = mamba_state, .conv = mamba_conv,
              .init_std = init_std, .out_init_std = residual_std};
@@ -205,6 +207,15 @@ void ModelConfig::mixer_problems(std::vector<ConfigError>& found) const {
                    "model.mamba_expand, mamba_state and mamba_conv must be positive, got ", mamba_expand, ", ",
                    mamba_state, ", ", mamba_conv);
   }
+  // The attention layer's options act on multi-head layers (Note [attention layer options]).
+  const bool some_heads =
+      mixers.empty() || std::any_of(mixers.begin(), mixers.end(), [](MixerKind m) { return mixer_row(m).heads; });
+  std::string with_heads;
+  for (const MixerRow& row : kMixerTable)
+    if (row.heads) with_heads += (with_heads.empty() ? "" : ", ") + std::string(row.name);
+  for (const std::string& key : attention_layer.keys_used())
+    TF_NOTE_CONFIG(found, some_heads, ({key, "model.mixer"}), key, " acts on multi-head layers (", with_heads,
+                   "): with no such layer in model.mixer it would act on nothing");
   // Layers that form no attention scores (Note [mixer support]); a softmax layer takes the options.
   std::string scoreless_names;
   for (const MixerRow& row : kMixerTable)

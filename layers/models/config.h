@@ -47,6 +47,9 @@ struct ModelConfig {
   // Attention beyond its shapes, one value from recipe to kernel (Note [attention variants] in
   // framework/kernels/reference/attention.h). alibi follows `position` (block_options sets it).
   kernels::AttentionVariant attention;
+  // Options around the multi-head layers' op: on queries and keys, on the heads' outputs (Note
+  // [attention layer options] in layers/attention_options.h).
+  AttentionLayerOptions attention_layer;
   bool causal = true;          // GPT: true; BERT: false (a recipe derives both from arch)
   bool pre_norm = true;        // GPT-2 style; BERT uses post-norm
   double dropout = 0.0;        // embeddings and sublayer outputs
@@ -89,9 +92,11 @@ struct ModelConfig {
     return logits;
   }
   // The recipe keys of the options set here that no export (GGUF, Hugging Face) expresses: the
-  // attention variant's (Note [variant options]) and the output logits'.
+  // attention variant's (Note [variant options]), the attention layer's (Note [attention layer
+  // options]) and the output logits'.
   std::vector<std::string> unexported_options() const {
     std::vector<std::string> keys = kernels::variant_keys_used(attention);
+    for (const std::string& key : attention_layer.keys_used()) keys.push_back(key);
     if (final_softcap > 0) keys.push_back("model.final_softcap");
     return keys;
   }

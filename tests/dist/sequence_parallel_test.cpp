@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "framework/io/hdf5_io.h"
 #include "dist/mpi_fixture.h"
+#include "layers/attention_options.h"
 #include "train/run_compare.h"
 
 namespace tf::testing {
@@ -74,6 +76,20 @@ TEST_F(SequenceParallel, ZigzagOnTwoRanksTrainsTheOneProcessModel) {
 // Learned positions and contiguous chunks, three micro-batches a step (both ranks run all three).
 TEST_F(SequenceParallel, ContiguousWithLearnedPositionsAndGradAccum) {
   expect_split_matches_one_process({"model.position=learned", "train.grad_accum=3"}, "contiguous");
+}
+
+// Every row of Note [attention layer options], all at once, with RoPE: the options act on each
+// rank's positions (and queries and keys before each chunk's rotation), so the split run is the
+// one-process run. A row without a setting here fails.
+TEST_F(SequenceParallel, EveryAttentionLayerOptionTrainsTheOneProcessModel) {
+  const std::map<std::string, std::string> settings = {};
+  std::vector<std::string> model = {"model.position=rope"};
+  for (const layers::AttentionLayerOption& option : layers::kAttentionLayerOptions) {
+    ASSERT_TRUE(settings.count(option.key)) << option.key << " has no sequence-parallel case";
+    model.push_back(settings.at(option.key));
+  }
+  if (model.size() == 1) GTEST_SKIP() << "no attention layer option yet";
+  expect_split_matches_one_process(model, "zigzag");
 }
 
 // A one-process checkpoint continues split over 2 ranks (train.sequence_parallel may change on

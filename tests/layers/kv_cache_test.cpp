@@ -220,7 +220,8 @@ TEST(KvCache, EveryAttentionVariantOptionHasADecodingCase) {
 }
 
 // Decoding runs the training layers, so every block variant decodes: post-LN blocks, no biases, an
-// untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm, SwiGLU; token by token after a
+// untied LM head, erf GELU, grouped- and multi-query attention, a d_ff of 20, RMSNorm, SwiGLU, every
+// feed-forward kind and every attention layer option; token by token after a
 // 3-token prefill, at 1 to 3 threads (3 > G: a thread with no key/value head in the step's parallel
 // region). Against the full forward's rows, to float32 rounding as in
 // Float32LogitsMatchTheFullForwardToRounding.
@@ -232,6 +233,8 @@ TEST(DecodeStep, EveryBlockVariantMatchesTheFullForwardAtAnyThreadCount) {
     int64_t heads, kv_heads, d_ff;
     kernels::NormKind norm = kernels::NormKind::layer;
     kernels::FeedForwardKind feed_forward = kernels::FeedForwardKind::gelu;
+    std::vector<MixerKind> mixers = {};
+    AttentionLayerOptions layer = {};
   };
   std::vector<Variant> variants = {{"pre-LN", true, true, true, ops::GeluApprox::tanh, 2, 0, 0},
                               {"post-LN, erf, untied", false, true, false, ops::GeluApprox::erf, 2, 0, 0},
@@ -243,6 +246,12 @@ TEST(DecodeStep, EveryBlockVariantMatchesTheFullForwardAtAnyThreadCount) {
                                kernels::FeedForwardKind::swiglu}};
   for (const kernels::FeedForwardKindRow& row : kernels::kFeedForwardKindTable)  // every kind of Note [feed-forward kinds]
     variants.push_back({row.name, true, true, true, ops::GeluApprox::tanh, 2, 0, 0, kernels::NormKind::layer, row.kind});
+  // Every row of Note [attention layer options], on softmax layers (which then leave the fused step)
+  // and on a [differential, linear] pattern.
+  for (const AttentionLayerOption& option : kAttentionLayerOptions)
+    for (const std::vector<MixerKind>& mixers : {std::vector<MixerKind>{}, {MixerKind::differential, MixerKind::linear}})
+      variants.push_back({option.key, true, true, true, ops::GeluApprox::tanh, 4, 0, 0, kernels::NormKind::layer,
+                          kernels::FeedForwardKind::gelu, mixers, option.example});
   const int saved_threads = omp_get_max_threads();
   for (const Variant& v : variants) {
     ModelConfig c = cached_config(PositionEncoding::learned, v.heads, v.kv_heads);
@@ -253,6 +262,8 @@ TEST(DecodeStep, EveryBlockVariantMatchesTheFullForwardAtAnyThreadCount) {
     c.d_ff = v.d_ff;
     c.norm = v.norm;
     c.feed_forward = v.feed_forward;
+    c.mixers = v.mixers;
+    c.attention_layer = v.layer;
     Init init{Rng(5), DType::f32};
     const Gpt model(c, init);
     Rng rng(6);

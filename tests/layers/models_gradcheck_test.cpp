@@ -240,6 +240,27 @@ TEST(ModelGradcheckVariants, MambaAndAJambaPatternGpt) {
   }
 }
 
+// Every row of Note [attention layer options], in both models, on softmax layers with RoPE and
+// grouped key/value heads, and on a [differential, linear] pattern (each multi-head mixer takes the
+// options): a new option is checked without a line here. Its parameters are checked like the others.
+TEST(ModelGradcheckVariants, EveryAttentionLayerOptionGptAndBert) {
+  for (const AttentionLayerOption& option : kAttentionLayerOptions)
+    for (Architecture arch : {Architecture::gpt, Architecture::bert})
+      for (bool other_mixers : {false, true}) {
+        ModelConfig c = tiny_config(arch, PositionEncoding::rope);
+        c.n_heads = 4;
+        c.n_kv_heads = 2;
+        if (other_mixers) {
+          c.mixers = {MixerKind::differential, MixerKind::linear};
+          c.n_kv_heads = 0;  // linear attention keeps a key/value head per query head
+        }
+        c.attention_layer = option.example;
+        ASSERT_TRUE(option.used(c.attention_layer)) << option.key;
+        expect_gpt_or_bert_gradients(c, std::string(option.key) + (other_mixers ? ", [differential, linear]" : ", GQA, rope"),
+                                     19);
+      }
+}
+
 TEST(ModelGradcheckVariants, BertSegmentsThroughTheEncoder) {
   ModelConfig c = tiny_config(Architecture::bert, PositionEncoding::learned);
   c.n_segments = 2;

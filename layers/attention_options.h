@@ -1,0 +1,72 @@
+// Note [attention layer options]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Options of a multi-head layer (softmax, linear or differential attention: the mixers whose row in
+// kMixerTable has heads) that act around its op rather than on its scores: on each head's queries and
+// keys before RoPE, and on the heads' outputs side by side before W_O. An option is
+//   - a field of AttentionLayerOptions (ModelConfig::attention_layer, passed unchanged to every
+//     multi-head layer) and its row in kAttentionLayerOptions;
+//   - its parameters and its lines in AttentionHooks below (and, when a parameter has a block of rows
+//     per query head, its name in rows_per_query_head).
+// From there every path of the layer (training, sequence parallel, decoding with the KV cache) calls
+// the hooks; the parameter list, checkpoints, gradcheck and head pruning follow the parameters; the
+// exports refuse the option by its key (ModelConfig::unexported_options), decoding leaves the fused
+// one-token step (which knows none of them), and the configuration check refuses it in a model whose
+// layers have no heads. Options on the scores themselves are Note [variant options].
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "layers/layer_norm.h"
+#include "layers/linear.h"
+
+namespace tf::layers {
+
+struct AttentionLayerOptions {
+  // The recipe keys of the options set (the exports refuse them; an empty list means the plain layer).
+  std::vector<std::string> keys_used() const;
+};
+
+// One row per option: its recipe key, whether a layer's options use it, and an example of it set
+// (the model gradcheck, decoding and sequence-parallel tests run every row's example, and fail for a
+// row they have no case for).
+struct AttentionLayerOption {
+  const char* key;
+  bool (*used)(const AttentionLayerOptions&);
+  AttentionLayerOptions example;
+};
+inline constexpr auto kAttentionLayerOptions = std::array<AttentionLayerOption, 0>{};
+
+inline std::vector<std::string> AttentionLayerOptions::keys_used() const {
+  std::vector<std::string> keys;
+  for (const AttentionLayerOption& option : kAttentionLayerOptions)
+    if (option.used(*this)) keys.emplace_back(option.key);
+  return keys;
+}
+
+// The parameters the options add to one layer, and the code that runs at the two places they act.
+struct AttentionHooks {
+  struct Shape {
+    int64_t d_model = 64, heads = 4, head_dim = 16;  // C, H, D
+    bool bias = true;          // the model's model.bias, for a projection an option adds
+    double norm_eps = 1e-5;    // the model's model.ln_eps, for a norm an option adds
+    double init_std = 0.02;
+  };
+  AttentionLayerOptions options;
+
+  AttentionHooks() = default;
+  AttentionHooks(const AttentionLayerOptions& o, const Shape&, Init&) : options(o) {}
+  bool any() const { return !options.keys_used().empty(); }
+
+  // q (B, H, T, D) and k (B, G, T, D), one head's D features per row, before RoPE rotates them.
+  void queries_and_keys(Tensor& /*q*/, Tensor& /*k*/) const {}
+  // heads: the heads' outputs side by side (B, T, H D), before W_O; x: the layer's input (B, T, C).
+  Tensor heads_output(const Tensor& heads, const Tensor& /*x*/) const { return heads; }
+
+  void parameters(ParamList& /*out*/, const std::string& /*prefix*/) const {}
+  // Whether the parameter `name` (under the layer's "attn.") has a block of D rows per query head,
+  // in the heads' order, which `tapeformer prune` keeps or cuts with its head.
+  static bool rows_per_query_head(const std::string& /*name*/) { return false; }
+};
+
+}  // namespace tf::layers
