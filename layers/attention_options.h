@@ -23,6 +23,11 @@
 namespace tf::layers {
 
 struct AttentionLayerOptions {
+  // RMSNorm on each head's queries and keys before RoPE, q <- g_q q / rms(q) over the head's D
+  // features, with a learned scale g_q (D) shared by the heads, and g_k likewise (Henry et al. 2020,
+  // "Query-Key Normalization for Transformers"; per head and before RoPE as in OLMo 2 and Qwen 3).
+  // Bounds each score by max|g_q| max|g_k| sqrt(D), however large the projections grow.
+  bool qk_norm = false;
   // The recipe keys of the options set (the exports refuse them; an empty list means the plain layer).
   std::vector<std::string> keys_used() const;
 };
@@ -35,7 +40,9 @@ struct AttentionLayerOption {
   bool (*used)(const AttentionLayerOptions&);
   AttentionLayerOptions example;
 };
-inline constexpr auto kAttentionLayerOptions = std::array<AttentionLayerOption, 0>{};
+inline constexpr auto kAttentionLayerOptions = std::to_array<AttentionLayerOption>({
+    {"model.qk_norm", [](const AttentionLayerOptions& o) { return o.qk_norm; }, {.qk_norm = true}},
+});
 
 inline std::vector<std::string> AttentionLayerOptions::keys_used() const {
   std::vector<std::string> keys;
@@ -53,17 +60,32 @@ struct AttentionHooks {
     double init_std = 0.02;
   };
   AttentionLayerOptions options;
+  LayerNorm q_norm, k_norm;  // qk_norm: RMSNorm over D, scales "q_norm.weight", "k_norm.weight" (D)
 
   AttentionHooks() = default;
-  AttentionHooks(const AttentionLayerOptions& o, const Shape&, Init&) : options(o) {}
+  AttentionHooks(const AttentionLayerOptions& o, const Shape& shape, Init& init) : options(o) {
+    if (o.qk_norm)
+      for (LayerNorm* norm : {&q_norm, &k_norm})
+        *norm = LayerNorm({.dim = shape.head_dim, .eps = shape.norm_eps, .kind = kernels::NormKind::rms}, init);
+  }
   bool any() const { return !options.keys_used().empty(); }
 
   // q (B, H, T, D) and k (B, G, T, D), one head's D features per row, before RoPE rotates them.
-  void queries_and_keys(Tensor& /*q*/, Tensor& /*k*/) const {}
+  void queries_and_keys(Tensor& q, Tensor& k) const {
+    if (options.qk_norm) {
+      q = in_layer("q_norm", [&] { return q_norm.forward(q); });
+      k = in_layer("k_norm", [&] { return k_norm.forward(k); });
+    }
+  }
   // heads: the heads' outputs side by side (B, T, H D), before W_O; x: the layer's input (B, T, C).
   Tensor heads_output(const Tensor& heads, const Tensor& /*x*/) const { return heads; }
 
-  void parameters(ParamList& /*out*/, const std::string& /*prefix*/) const {}
+  void parameters(ParamList& out, const std::string& prefix) const {
+    if (options.qk_norm) {
+      q_norm.parameters(out, prefix + "q_norm.");
+      k_norm.parameters(out, prefix + "k_norm.");
+    }
+  }
   // Whether the parameter `name` (under the layer's "attn.") has a block of D rows per query head,
   // in the heads' order, which `tapeformer prune` keeps or cuts with its head.
   static bool rows_per_query_head(const std::string& /*name*/) { return false; }

@@ -70,6 +70,7 @@ class ModelConfig:
     relative_max_distance: int = 128
     logit_softcap: float = 0.0         # Gemma 2: scores -> c tanh(scores / c); 0: off
     final_softcap: float = 0.0         # Gemma 2: logits -> c tanh(logits / c); 0: off
+    qk_norm: bool = False              # RMSNorm (scale per feature, shared by heads) on q and k before RoPE
     rope_scaling: str = "none"
     rope_scaling_factor: float = 1.0
     rope_original_context: int = 0
@@ -337,6 +338,9 @@ class Attention(nn.Module):
             self.subln = nn.Module()
             self.subln.weight = nn.Parameter(torch.ones(2 * D))
             self.lambda_init = 0.8 - 0.6 * math.exp(-0.3 * layer)  # layer l = layer + 1 of the paper
+        if cfg.qk_norm:
+            self.q_norm, self.k_norm = nn.Module(), nn.Module()
+            self.q_norm.weight, self.k_norm.weight = nn.Parameter(torch.ones(D)), nn.Parameter(torch.ones(D))
 
     def forward(self, x, pattern, key_padding):
         cfg = self.cfg
@@ -382,6 +386,10 @@ class Attention(nn.Module):
     def queries_and_keys(self, q, k):
         """The layer's options on each head's queries (B, H, T, D) and keys (B, G, T, D), before RoPE
         (Note [attention layer options])."""
+        if self.cfg.qk_norm:
+            eps = self.cfg.ln_eps
+            q = q / torch.sqrt((q * q).mean(-1, keepdim=True) + eps) * self.q_norm.weight
+            k = k / torch.sqrt((k * k).mean(-1, keepdim=True) + eps) * self.k_norm.weight
         return q, k
 
     def heads_output(self, heads, x):

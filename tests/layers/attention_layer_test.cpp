@@ -22,9 +22,12 @@ using tf::testing::all_close;
 using tf::testing::max_abs_diff;
 
 // B = batch, T = time, C = d_model, H = query heads, G = kv heads, D = head size.
-MultiHeadAttention make_layer(int64_t heads, int64_t kv_heads, bool causal, bool rope, uint64_t seed = 1) {
+MultiHeadAttention make_layer(int64_t heads, int64_t kv_heads, bool causal, bool rope, uint64_t seed = 1,
+                              const AttentionLayerOptions& layer_options = {}) {
   Init init{Rng(seed), DType::f64};
-  MultiHeadAttention layer(testing::attention_options(heads, kv_heads, causal, rope), init);
+  MultiHeadAttention::Options options = testing::attention_options(heads, kv_heads, causal, rope);
+  options.layer = layer_options;
+  MultiHeadAttention layer(options, init);
   ParamList params;
   layer.parameters(params, "");
   testing::perturb(params, seed + 1);
@@ -42,7 +45,8 @@ double linear_feature(const std::vector<double>& W, const std::vector<double>& b
 // Textbook multi-head attention, every step a naive loop over one head at a time (Vaswani et al.
 // 2017, section 3.2.2), written from docs/models.md: head h's queries use rows [h D, (h+1) D) of
 // W_qkv, its keys and values those of kv head g = h / (H / G) after the H D query rows. RoPE
-// rotates pairs (2i, 2i+1) by pos * 10000^(-2i/D).
+// rotates pairs (2i, 2i+1) by pos * 10000^(-2i/D). model.qk_norm first scales each head's q to
+// g_q q / sqrt(mean(q^2) + eps), and k likewise with g_k.
 Tensor textbook_mha(const MultiHeadAttention& layer, const Tensor& x, const Tensor& key_padding) {
   const auto& o = layer.options;
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2), H = o.n_heads, G = layer.kv_heads(), D = C / H;
@@ -50,6 +54,10 @@ Tensor textbook_mha(const MultiHeadAttention& layer, const Tensor& x, const Tens
   const std::vector<double> Wo = layer.proj.weight.to_vector(), bo = layer.proj.bias.to_vector();
   std::vector<double> pad(B * T, 1.0);
   if (key_padding.defined()) pad = key_padding.to_vector();
+  const auto rms_norm = [&](std::vector<double>& v, const Tensor& scale) {  // v: one head's (D) vector
+    const double mean_square = std::inner_product(v.begin(), v.end(), v.begin(), 0.0) / double(D);
+    for (int64_t d = 0; d < D; ++d) v[d] *= scale.at(d) / std::sqrt(mean_square + o.ln_eps);
+  };
   auto rotate = [&](std::vector<double>& v, int64_t pos) {  // v: one head's (D) vector
     for (int64_t i = 0; i < D / 2; ++i) {
       const double a = pos * std::pow(o.rope_options.theta, -2.0 * i / D);
@@ -70,6 +78,7 @@ Tensor textbook_mha(const MultiHeadAttention& layer, const Tensor& x, const Tens
           k[t][d] = linear_feature(Wqkv, bqkv, X, C, H * D + g * D + d, (b * T + t) * C);
           v[t][d] = linear_feature(Wqkv, bqkv, X, C, H * D + G * D + g * D + d, (b * T + t) * C);
         }
+        if (o.layer.qk_norm) rms_norm(q[t], layer.hooks.q_norm.weight), rms_norm(k[t], layer.hooks.k_norm.weight);
         if (o.rope) rotate(q[t], t), rotate(k[t], t);
       }
       for (int64_t i = 0; i < T; ++i) {
@@ -98,6 +107,7 @@ struct TextbookCase {
   const char* name;
   int64_t heads, kv_heads;
   bool causal, rope, padding;
+  AttentionLayerOptions layer = {};
 };
 
 TEST(MultiHeadAttentionLayer, EqualsConcatenatedSingleHeadAttentions) {
@@ -106,9 +116,11 @@ TEST(MultiHeadAttentionLayer, EqualsConcatenatedSingleHeadAttentions) {
       {"2 heads, key padding", 2, 0, false, false, true}, {"GQA H=4 G=2", 4, 2, false, false, false},
       {"GQA H=4 G=1, causal", 4, 1, true, false, false},  {"rope, causal", 2, 0, true, true, false},
       {"rope, GQA H=4 G=2, padding", 4, 2, false, true, true},
+      {"qk_norm, rope, GQA H=4 G=2, causal", 4, 2, true, true, false, {.qk_norm = true}},
+      {"qk_norm, padding", 2, 0, false, false, true, {.qk_norm = true}},
   };
   for (const auto& c : cases) {
-    const MultiHeadAttention layer = make_layer(c.heads, c.kv_heads, c.causal, c.rope);
+    const MultiHeadAttention layer = make_layer(c.heads, c.kv_heads, c.causal, c.rope, 1, c.layer);
     const Tensor x = random_normal({2, 5, 8}, 7);
     const Tensor pad = c.padding ? testing::padding_2x5() : Tensor();
     // f64 throughout: the only differences are summation orders, ~1e-15.
