@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "framework/ops/elementwise.h"
+#include "framework/ops/pointwise.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 
@@ -28,6 +30,11 @@ struct AttentionLayerOptions {
   // "Query-Key Normalization for Transformers"; per head and before RoPE as in OLMo 2 and Qwen 3).
   // Bounds each score by max|g_q| max|g_k| sqrt(D), however large the projections grow.
   bool qk_norm = false;
+  // A sigmoid gate on the heads' outputs, elementwise and per head, computed from the layer's input x:
+  // o <- o * sigmoid(x W_g^T + b_g), W_g (H D, C), before W_O (Qiu et al. 2025, "Gated Attention for
+  // Large Language Models", position G1; Qwen3-Next). It lets a head output nothing for a token
+  // without parking its attention on a sink token.
+  bool attention_gate = false;
   // The recipe keys of the options set (the exports refuse them; an empty list means the plain layer).
   std::vector<std::string> keys_used() const;
 };
@@ -42,6 +49,7 @@ struct AttentionLayerOption {
 };
 inline constexpr auto kAttentionLayerOptions = std::to_array<AttentionLayerOption>({
     {"model.qk_norm", [](const AttentionLayerOptions& o) { return o.qk_norm; }, {.qk_norm = true}},
+    {"model.attention_gate", [](const AttentionLayerOptions& o) { return o.attention_gate; }, {.attention_gate = true}},
 });
 
 inline std::vector<std::string> AttentionLayerOptions::keys_used() const {
@@ -61,12 +69,14 @@ struct AttentionHooks {
   };
   AttentionLayerOptions options;
   LayerNorm q_norm, k_norm;  // qk_norm: RMSNorm over D, scales "q_norm.weight", "k_norm.weight" (D)
+  Linear gate;               // attention_gate: W_g (H D, C) and b_g, "gate.weight", "gate.bias"
 
   AttentionHooks() = default;
   AttentionHooks(const AttentionLayerOptions& o, const Shape& shape, Init& init) : options(o) {
     if (o.qk_norm)
       for (LayerNorm* norm : {&q_norm, &k_norm})
         *norm = LayerNorm({.dim = shape.head_dim, .eps = shape.norm_eps, .kind = kernels::NormKind::rms}, init);
+    if (o.attention_gate) gate = Linear({shape.d_model, shape.heads * shape.head_dim, shape.bias, shape.init_std}, init);
   }
   bool any() const { return !options.keys_used().empty(); }
 
@@ -78,17 +88,21 @@ struct AttentionHooks {
     }
   }
   // heads: the heads' outputs side by side (B, T, H D), before W_O; x: the layer's input (B, T, C).
-  Tensor heads_output(const Tensor& heads, const Tensor& /*x*/) const { return heads; }
+  Tensor heads_output(const Tensor& heads, const Tensor& x) const {
+    if (!options.attention_gate) return heads;
+    return ops::mul(heads, ops::sigmoid(in_layer("gate", [&] { return gate.forward(x); })));
+  }
 
   void parameters(ParamList& out, const std::string& prefix) const {
     if (options.qk_norm) {
       q_norm.parameters(out, prefix + "q_norm.");
       k_norm.parameters(out, prefix + "k_norm.");
     }
+    if (options.attention_gate) gate.parameters(out, prefix + "gate.");
   }
   // Whether the parameter `name` (under the layer's "attn.") has a block of D rows per query head,
   // in the heads' order, which `tapeformer prune` keeps or cuts with its head.
-  static bool rows_per_query_head(const std::string& /*name*/) { return false; }
+  static bool rows_per_query_head(const std::string& name) { return name == "gate.weight" || name == "gate.bias"; }
 };
 
 }  // namespace tf::layers

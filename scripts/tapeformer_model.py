@@ -71,6 +71,7 @@ class ModelConfig:
     logit_softcap: float = 0.0         # Gemma 2: scores -> c tanh(scores / c); 0: off
     final_softcap: float = 0.0         # Gemma 2: logits -> c tanh(logits / c); 0: off
     qk_norm: bool = False              # RMSNorm (scale per feature, shared by heads) on q and k before RoPE
+    attention_gate: bool = False       # heads' outputs * sigmoid(x W_g^T + b_g), before W_O
     rope_scaling: str = "none"
     rope_scaling_factor: float = 1.0
     rope_original_context: int = 0
@@ -341,6 +342,8 @@ class Attention(nn.Module):
         if cfg.qk_norm:
             self.q_norm, self.k_norm = nn.Module(), nn.Module()
             self.q_norm.weight, self.k_norm.weight = nn.Parameter(torch.ones(D)), nn.Parameter(torch.ones(D))
+        if cfg.attention_gate:
+            self.gate = nn.Linear(cfg.d_model, H * D, bias=cfg.bias)
 
     def forward(self, x, pattern, key_padding):
         cfg = self.cfg
@@ -395,6 +398,8 @@ class Attention(nn.Module):
     def heads_output(self, heads, x):
         """The layer's options on the heads' outputs side by side (B, T, H D), before W_O; x is the
         layer's input (B, T, C)."""
+        if self.cfg.attention_gate:
+            heads = heads * torch.sigmoid(self.gate(x))
         return heads
 
     def differential_heads(self, q, k, v, pattern, key_padding):

@@ -82,7 +82,8 @@ TEST_F(SequenceParallel, ContiguousWithLearnedPositionsAndGradAccum) {
 // rank's positions (and queries and keys before each chunk's rotation), so the split run is the
 // one-process run. A row without a setting here fails.
 TEST_F(SequenceParallel, EveryAttentionLayerOptionTrainsTheOneProcessModel) {
-  const std::map<std::string, std::string> settings = {{"model.qk_norm", "model.qk_norm=true"}};
+  const std::map<std::string, std::string> settings = {{"model.qk_norm", "model.qk_norm=true"},
+                                                              {"model.attention_gate", "model.attention_gate=true"}};
   std::vector<std::string> model = {"model.position=rope"};
   for (const layers::AttentionLayerOption& option : layers::kAttentionLayerOptions) {
     ASSERT_TRUE(settings.count(option.key)) << option.key << " has no sequence-parallel case";

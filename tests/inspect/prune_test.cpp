@@ -113,7 +113,11 @@ INSTANTIATE_TEST_SUITE_P(
                            {"model.n_heads=4", "model.n_kv_heads=2", "model.position=rope", "model.n_layers=2"}, 2},
                       Case{"gpt_t5_window", "tiny_gpt",
                            {"model.n_heads=4", "model.position=t5", "model.attention_window=5", "model.bias=false"}, 3},
-                      Case{"bert_t5_padding", "tiny_bert", {"model.n_heads=4", "model.position=t5"}, 4}),
+                      Case{"bert_t5_padding", "tiny_bert", {"model.n_heads=4", "model.position=t5"}, 4},
+                      // the gate's rows go with their heads (AttentionHooks::rows_per_query_head)
+                      Case{"gpt_qk_norm_attention_gate", "tiny_gpt",
+                           {"model.n_heads=4", "model.position=rope", "model.qk_norm=true", "model.attention_gate=true"},
+                           3}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(Prune, RemovingNoHeadIsTheIdentity) {

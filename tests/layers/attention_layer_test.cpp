@@ -46,7 +46,8 @@ double linear_feature(const std::vector<double>& W, const std::vector<double>& b
 // 2017, section 3.2.2), written from docs/models.md: head h's queries use rows [h D, (h+1) D) of
 // W_qkv, its keys and values those of kv head g = h / (H / G) after the H D query rows. RoPE
 // rotates pairs (2i, 2i+1) by pos * 10000^(-2i/D). model.qk_norm first scales each head's q to
-// g_q q / sqrt(mean(q^2) + eps), and k likewise with g_k.
+// g_q q / sqrt(mean(q^2) + eps), and k likewise with g_k. model.attention_gate multiplies feature
+// d of head h at position t by sigmoid(row h D + d of x[t] W_g^T + b_g) before W_O.
 Tensor textbook_mha(const MultiHeadAttention& layer, const Tensor& x, const Tensor& key_padding) {
   const auto& o = layer.options;
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2), H = o.n_heads, G = layer.kv_heads(), D = C / H;
@@ -97,6 +98,12 @@ Tensor textbook_mha(const MultiHeadAttention& layer, const Tensor& x, const Tens
       }
     }
   }
+  if (o.layer.attention_gate) {
+    const std::vector<double> Wg = layer.hooks.gate.weight.to_vector(), bg = layer.hooks.gate.bias.to_vector();
+    for (int64_t bt = 0; bt < B * T; ++bt)
+      for (int64_t r = 0; r < H * D; ++r)
+        concat[bt * H * D + r] *= 1 / (1 + std::exp(-linear_feature(Wg, bg, X, C, r, bt * C)));
+  }
   std::vector<double> y(B * T * C);
   for (int64_t bt = 0; bt < B * T; ++bt)
     for (int64_t c = 0; c < C; ++c) y[bt * C + c] = linear_feature(Wo, bo, concat, H * D, c, bt * H * D);
@@ -118,6 +125,8 @@ TEST(MultiHeadAttentionLayer, EqualsConcatenatedSingleHeadAttentions) {
       {"rope, GQA H=4 G=2, padding", 4, 2, false, true, true},
       {"qk_norm, rope, GQA H=4 G=2, causal", 4, 2, true, true, false, {.qk_norm = true}},
       {"qk_norm, padding", 2, 0, false, false, true, {.qk_norm = true}},
+      {"attention_gate, GQA H=4 G=2, causal", 4, 2, true, false, false, {.attention_gate = true}},
+      {"attention_gate, qk_norm, rope, padding", 2, 0, false, true, true, {.qk_norm = true, .attention_gate = true}},
   };
   for (const auto& c : cases) {
     const MultiHeadAttention layer = make_layer(c.heads, c.kv_heads, c.causal, c.rope, 1, c.layer);
