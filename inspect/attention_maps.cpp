@@ -131,11 +131,14 @@ std::string utf8_or_escaped(const std::string& token) {
   return out;
 }
 
-std::string visible_token(const std::string& raw) {
-  const std::string token = utf8_or_escaped(raw);
+namespace {
+
+// utf8_or_escaped, then newlines, tabs, other control bytes and, when `spaces`, spaces made visible.
+std::string visible(const std::string& raw, bool spaces) {
+  const std::string text = utf8_or_escaped(raw);
   std::string out;
-  for (unsigned char c : token) {
-    if (c == ' ')
+  for (unsigned char c : text) {
+    if (c == ' ' && spaces)
       out += "\xe2\x90\xa3";  // U+2423 OPEN BOX
     else if (c == '\n')
       out += "\xe2\x86\xb5";  // U+21B5 DOWNWARDS ARROW WITH CORNER LEFTWARDS
@@ -151,5 +154,10 @@ std::string visible_token(const std::string& raw) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string visible_token(const std::string& raw) { return visible(raw, true); }
+std::string visible_line(const std::string& raw) { return visible(raw, false); }
 
 }  // namespace tf::inspect

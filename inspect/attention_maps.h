@@ -50,6 +50,8 @@ std::vector<HeadStats> head_stats(const AttentionMaps& maps);
 
 // A token as a label: spaces, newlines and tabs made visible, other control bytes as \xNN.
 std::string visible_token(const std::string& token);
+// A text on one line, as visible_token shows it but with its spaces kept.
+std::string visible_line(const std::string& text);
 // The token's whole UTF-8 characters as they are, and each byte that is not part of one (a byte-level
 // BPE token can hold part of a character) as the four characters \xNN: text that JSON and cairo take.
 std::string utf8_or_escaped(const std::string& token);

@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -61,6 +62,24 @@ inline CLI::Validator seed_value() {
         return ok ? "" : "must be an integer in [0, 18446744073709551615], got " + text;
       },
       "INTEGER in [0, 2^64 - 1]");
+}
+
+// A JSON string literal: quotes, backslashes and control bytes escaped; UTF-8 passes through.
+inline std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\u%04x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
 }
 
 // What eval and heads share: a checkpoint (or a run folder), --text, --set and --json; then the

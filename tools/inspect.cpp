@@ -20,24 +20,6 @@ namespace tf::tools {
 
 namespace {
 
-// A JSON string literal: quotes, backslashes and control bytes escaped; UTF-8 passes through.
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\u%04x", c);
-      out += hex;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 void write_heads_json(const std::filesystem::path& file, const std::string& checkpoint, const inspect::AttentionMaps& maps,
                       const std::vector<inspect::HeadStats>& stats, const std::vector<std::string>& pictures,
                       const inspect::PictureSize& size) {

@@ -57,6 +57,12 @@ TEST(VisibleToken, SpacesNewlinesAndControlBytesAreShown) {
   EXPECT_EQ(visible_token("\xc3\xa9"), "\xc3\xa9");  // UTF-8 passes through
 }
 
+// A line of text (fill's filled-in sequences) keeps its spaces; the rest is shown as in a token.
+TEST(VisibleToken, ALineKeepsItsSpaces) {
+  EXPECT_EQ(visible_line("a b\tc\nd"), "a b\xe2\x86\x92" "c\xe2\x86\xb5" "d");
+  EXPECT_EQ(visible_line(std::string("\x7f\xe2", 2)), "\\x7F\\xE2");
+}
+
 // A byte-level BPE token can hold part of a character: its stray bytes become the text \xNN, so the
 // labels (cairo) and heads.json (JSON) are valid UTF-8.
 TEST(VisibleToken, BytesThatAreNotWholeCharactersAreEscaped) {
