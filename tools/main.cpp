@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   tf::tools::add_train_command(app, exit_code);
   tf::tools::add_prepare_command(app, exit_code);
   tf::tools::add_sample_command(app, exit_code);
+  tf::tools::add_fill_command(app, exit_code);
   tf::tools::add_eval_command(app, exit_code);
   tf::tools::add_info_command(app, exit_code);
   tf::tools::add_inspect_command(app, exit_code);

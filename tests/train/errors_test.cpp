@@ -66,7 +66,7 @@ void expect_has(const std::string& message, const std::string& fragment) {
 TEST_F(Errors, MisspelledCommandAndRecipeFolderAreNamed) {
   Outcome o = run({"trian", "r.yaml"});
   EXPECT_EQ(o.code, 2);
-  expect_has(o.err, "error: unknown command 'trian' (did you mean 'train'?); the commands are train, prepare, sample, eval, "
+  expect_has(o.err, "error: unknown command 'trian' (did you mean 'train'?); the commands are train, prepare, sample, fill, eval, "
                     "info, inspect, heads, prune, plot, report, export, gradcheck");
   o = run({"xyzzy"});
   EXPECT_EQ(o.code, 2);
