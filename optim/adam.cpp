@@ -56,15 +56,17 @@ Adam::Adam(std::vector<ParamRef> params, const AdamOptions& options) : Adam(std:
 Adam::Adam(std::vector<ParamRef> params, const AdamOptions& options, bool decoupled, const char* kind)
     : Optimizer(std::move(params), options.lr, kind, {"exp_avg", "exp_avg_sq"}), options_(options),
       decoupled_(decoupled) {
+  check_adam_options(options, kind);
+}
+
+void check_adam_options(const AdamOptions& options, const char* kind) {
   TF_CHECK_INPUT(options.beta1 >= 0 && options.beta1 < 1, kind, ": beta1 must be in [0, 1), got ", options.beta1);
   TF_CHECK_INPUT(options.beta2 >= 0 && options.beta2 < 1, kind, ": beta2 must be in [0, 1), got ", options.beta2);
   TF_CHECK_INPUT(options.eps >= 0, kind, ": eps must be >= 0, got ", options.eps);
   TF_CHECK_INPUT(options.weight_decay >= 0, kind, ": weight_decay must be >= 0, got ", options.weight_decay);
 }
 
-void Adam::update(const ParamRef& p, const Tensor& grad, ParamState& s) {
-  const AdamCoeffs c{lr(), options_.beta1, options_.beta2, options_.eps,
-                     p.decay ? options_.weight_decay : 0.0, decoupled_, s.step};
+void adam_update(const ParamRef& p, const Tensor& grad, ParamState& s, const AdamCoeffs& c) {
   const int64_t n = p.param.numel();
   dispatch(p.param.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -76,6 +78,11 @@ void Adam::update(const ParamRef& p, const Tensor& grad, ParamState& s) {
     }
     adam_update_reference<T>(p.param.template data<T>(), grad.template data<T>(), exp_avg, exp_avg_sq, n, c);
   });
+}
+
+void Adam::update(const ParamRef& p, const Tensor& grad, ParamState& s) {
+  adam_update(p, grad, s, {lr(), options_.beta1, options_.beta2, options_.eps,
+                           p.decay ? options_.weight_decay : 0.0, decoupled_, s.step});
 }
 
 }  // namespace tf::optim

@@ -26,6 +26,9 @@ struct AdamOptions {
   double weight_decay = 0;   // e.g. 0.1; PyTorch's AdamW defaults to 0.01, ours to 0: say it in the recipe
 };
 
+// InputError naming `kind` ("adamw", "muon") for betas outside [0, 1), eps or weight_decay < 0.
+void check_adam_options(const AdamOptions& options, const char* kind);
+
 class Adam : public Optimizer {
  public:
   explicit Adam(std::vector<ParamRef> params, const AdamOptions& options = {});
@@ -58,5 +61,9 @@ void adam_update_reference(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, i
 // The fast float32 path: float arithmetic, OpenMP over elements and a vectorisable body.
 void adam_update_fast(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
                       const AdamCoeffs& c);
+// One update of p from grad with the slots exp_avg, exp_avg_sq of s: the fast kernel for float32
+// (unless a ReferenceKernelsGuard is alive), the reference otherwise. Muon's non-matrix parameters
+// take this path too.
+void adam_update(const ParamRef& p, const Tensor& grad, ParamState& s, const AdamCoeffs& c);
 
 }  // namespace tf::optim

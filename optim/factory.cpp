@@ -3,6 +3,7 @@
 
 #include "framework/error.h"
 #include "optim/adam.h"
+#include "optim/muon.h"
 #include "optim/sgd.h"
 
 namespace tf::optim {
@@ -29,6 +30,11 @@ const Entry kOptimizers[] = {
     {"adamw", [](const OptimConfig&) { return 2; },
      [](std::vector<ParamRef> p, const OptimConfig& c) -> std::unique_ptr<Optimizer> {
        return std::make_unique<AdamW>(std::move(p), adam_options(c));
+     }},
+    {"muon", [](const OptimConfig&) { return 2; },  // hidden matrices 1 (momentum_buffer), the rest AdamW's 2
+     [](std::vector<ParamRef> p, const OptimConfig& c) -> std::unique_ptr<Optimizer> {
+       return std::make_unique<Muon>(std::move(p), MuonOptions{c.muon_lr, c.muon_momentum, c.muon_nesterov,
+                                                               adam_options(c)});
      }},
 };
 

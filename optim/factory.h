@@ -23,12 +23,17 @@ struct OptimConfig {
   double weight_decay = 0.1;
   double momentum = 0.9;       // sgd
   bool nesterov = false;       // sgd
+  double muon_lr = 0.02;       // muon: the hidden matrices' peak rate (optim.lr is AdamW's, for the rest)
+  double muon_momentum = 0.95; // muon
+  bool muon_nesterov = true;   // muon
   bool decay_biases_and_norms = false;
   bool decay_embeddings = false;
 };
 
-std::vector<std::string> optimizer_names();  // "sgd", "adam", "adamw"
+std::vector<std::string> optimizer_names();  // "sgd", "adam", "adamw", "muon"
 // Tensors of state per parameter tensor, each of the parameter's size (Adam: 2, SGD with momentum: 1).
+// One number for every parameter, so Muon declares AdamW's 2, the most any of its parameters keeps:
+// its hidden matrices keep 1, and the memory plan over-counts them by one tensor each.
 int state_slots(const OptimConfig& config);
 // Throws tf::Error for a name not in optimizer_names() (a recipe's choice is validated before).
 std::unique_ptr<Optimizer> make_optimizer(std::vector<ParamRef> params, const OptimConfig& config);

@@ -75,6 +75,8 @@ void Optimizer::set_lr(double lr) {
   lr_ = lr;
 }
 
+const std::vector<std::string>& Optimizer::slot_names(const ParamRef&) const { return slot_names_; }
+
 void Optimizer::step() {
   NoGradGuard no_grad;
   ++step_;
@@ -85,7 +87,7 @@ void Optimizer::step() {
     check_same_shape(kind_, p.param, grad);
     ParamState& s = states_[i];
     if (s.slots.empty())
-      for (const std::string& slot : slot_names_) s.slots[slot] = Tensor::zeros(p.param.shape(), p.param.dtype());
+      for (const std::string& slot : slot_names(p)) s.slots[slot] = Tensor::zeros(p.param.shape(), p.param.dtype());
     ++s.step;
     update(p, grad, s);
   }
@@ -120,11 +122,12 @@ void Optimizer::load_state(const OptimizerState& state) {
     const ParamRef& p = params_[it->second];
     TF_CHECK_INPUT(ps.step > 0 && ps.step <= state.step, kind_, " state of '", name, "': step ", ps.step,
                    " outside [1, ", state.step, "]");
-    TF_CHECK_INPUT(ps.slots.size() == slot_names_.size(), kind_, " state of '", name, "': ", ps.slots.size(),
-                   " slots, expected ", slot_names_.size());
+    const std::vector<std::string>& slots = slot_names(p);
+    TF_CHECK_INPUT(ps.slots.size() == slots.size(), kind_, " state of '", name, "': ", ps.slots.size(),
+                   " slots, expected ", slots.size());
     ParamState& dst = loaded[it->second];
     dst.step = ps.step;
-    for (const std::string& slot : slot_names_) {
+    for (const std::string& slot : slots) {
       const auto st = ps.slots.find(slot);
       TF_CHECK_INPUT(st != ps.slots.end(), kind_, " state of '", name, "': slot '", slot, "' missing");
       TF_CHECK_INPUT(st->second.shape() == p.param.shape() && st->second.dtype() == p.param.dtype(), kind_,

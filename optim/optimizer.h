@@ -36,6 +36,10 @@ struct ParamRef {
   std::string name;  // checkpoint key, e.g. "blocks.0.attn.qkv.weight"
   Tensor param;      // the leaf tensor updated in place (f32 in training, f64 in tests)
   bool decay = true; // whether weight decay applies (see no_decay_by_name)
+  // A 2-D weight inside the network (not an embedding table or the output head): Muon orthogonalises
+  // its update (optim/muon.h); every other optimizer ignores the flag. The caller decides, as it
+  // decides `decay` (train/run.cpp, optimizer_params).
+  bool hidden_matrix = false;
 };
 
 // Which parameters are exempt from weight decay. A pattern is a glob ('*' any run of characters,
@@ -64,7 +68,7 @@ struct ParamState {
 // Everything an optimizer accumulated, keyed by parameter name. Parameters not yet updated have
 // no entry. Tensors are copies: later steps do not change a saved state.
 struct OptimizerState {
-  std::string kind;                            // "sgd", "adam", "adamw": must match on load
+  std::string kind;                            // "sgd", "adam", "adamw", "muon": must match on load
   int64_t step = 0;                            // step() calls so far
   std::map<std::string, ParamState> params;    // by ParamRef::name
 };
@@ -94,6 +98,10 @@ class Optimizer {
   Optimizer(std::vector<ParamRef> params, double lr, const char* kind, std::vector<std::string> slot_names);
   // Updates p.param in place from grad; s.step has already been incremented for this update.
   virtual void update(const ParamRef& p, const Tensor& grad, ParamState& s) = 0;
+  // The slots parameter p keeps: the constructor's list for every parameter, unless an optimizer
+  // treats parameters differently (Muon: a momentum buffer for hidden matrices, Adam's two moments
+  // for the rest). Creating the state on the first update and load_state() both read it.
+  virtual const std::vector<std::string>& slot_names(const ParamRef& p) const;
 
  private:
   std::vector<ParamRef> params_;

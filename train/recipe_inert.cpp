@@ -81,7 +81,10 @@ std::vector<Rule> rules(const Recipe& r) {
       {{"optim.beta1", "optim.beta2", "optim.eps"}, r.optim.name == "sgd",
        "optim.name is sgd, and only Adam and AdamW read it; remove the key"},
       {{"optim.momentum"}, r.optim.name != "sgd",
-       "optim.name is " + r.optim.name + ", and only sgd reads it (Adam's momentum is optim.beta1); remove the key"},
+       "optim.name is " + r.optim.name + ", and only sgd reads it (Adam's momentum is optim.beta1" +
+           (r.optim.name == "muon" ? ", Muon's optim.muon_momentum" : "") + "); remove the key"},
+      {{"optim.muon_lr", "optim.muon_momentum", "optim.muon_nesterov"}, r.optim.name != "muon",
+       "optim.name is " + r.optim.name + ", and only muon reads it; remove the key, or set optim.name: muon"},
       {{"optim.decay_biases_and_norms", "optim.decay_embeddings"}, r.optim.weight_decay == 0,
        "optim.weight_decay is 0, so nothing is decayed; remove the key"},
       {{"schedule.min_lr"}, r.schedule.kind == "constant",

@@ -287,6 +287,9 @@ std::vector<Field> make_fields() {
       number("optim.weight_decay", "AdamW: decoupled decay; SGD/Adam: L2 added to the gradient", REF(optim.weight_decay), 0.0, 10.0),
       number("optim.momentum", "SGD momentum", REF(optim.momentum), 0.0, 1.0, false, true),
       boolean("optim.nesterov", "SGD: Nesterov momentum", REF(optim.nesterov)),
+      number("optim.muon_lr", "Muon: peak learning rate of the hidden weight matrices (optim.lr is AdamW's, for the rest); the schedule scales both alike", REF(optim.muon_lr), 0.0, 10.0, true),
+      number("optim.muon_momentum", "Muon: momentum of the hidden weight matrices", REF(optim.muon_momentum), 0.0, 1.0, false, true),
+      boolean("optim.muon_nesterov", "Muon: Nesterov momentum", REF(optim.muon_nesterov)),
       boolean("optim.decay_biases_and_norms", "apply weight decay to biases and layer-norm parameters too", REF(optim.decay_biases_and_norms)),
       boolean("optim.decay_embeddings", "apply weight decay to embeddings too", REF(optim.decay_embeddings)),
 

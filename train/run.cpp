@@ -116,17 +116,24 @@ Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, 
   run.params = run.model->parameters();
   run.dropout_rng = Rng(seed).fork(1);
 
-  const OptimConfig& o = recipe.optim;
+  run.optimizer = optim::make_optimizer(optimizer_params(run.params, recipe.optim), recipe.optim);
+  run.schedule = run_schedule(recipe, recipe.train.steps);
+  return run;
+}
+
+std::vector<optim::ParamRef> optimizer_params(const layers::ParamList& params, const OptimConfig& o) {
   std::vector<optim::ParamRef> refs;
-  for (const layers::NamedParam& p : run.params) {
+  for (const layers::NamedParam& p : params) {
     bool decay = true;
     if (p.kind == layers::ParamKind::bias || p.kind == layers::ParamKind::norm) decay = o.decay_biases_and_norms;
     if (p.kind == layers::ParamKind::embedding) decay = o.decay_embeddings;
-    refs.push_back({p.name, p.tensor, decay});
+    // The GPT's output head is a ParamKind::weight like any linear layer's (its decay is a weight's);
+    // its checkpoint name, fixed by the PyTorch convention and read by the exports, tells it apart.
+    const bool hidden_matrix =
+        p.kind == layers::ParamKind::weight && p.tensor.rank() == 2 && p.name != "lm_head.weight";
+    refs.push_back({p.name, p.tensor, decay, hidden_matrix});
   }
-  run.optimizer = optim::make_optimizer(std::move(refs), o);
-  run.schedule = run_schedule(recipe, recipe.train.steps);
-  return run;
+  return refs;
 }
 
 // Note [independent streams]

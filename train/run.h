@@ -79,6 +79,13 @@ struct Run {
 // A fresh run: the model initialised from recipe.train.seed, step 0. The tokenizer fixes vocab_size.
 Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, DType dtype = DType::f32);
 
+// The optimizer's view of the model's parameters. Weight decay by kind: weights decay; biases and
+// norms only with optim.decay_biases_and_norms, embeddings only with optim.decay_embeddings. Hidden
+// matrices (what optim.name: muon orthogonalises, optim/muon.h): every 2-D ParamKind::weight but the
+// untied output head lm_head.weight, which, like the embedding tables (ParamKind::embedding), maps
+// between tokens and the residual stream rather than within it (Jordan et al. 2024 leave both to AdamW).
+std::vector<optim::ParamRef> optimizer_params(const layers::ParamList& params, const OptimConfig& optim);
+
 // The seed of the training batcher's generator: a stream of its own, derived from train.seed (Note
 // [independent streams] in run.cpp). Not train.seed itself: that is the initialisation's generator.
 uint64_t training_batch_seed(int64_t train_seed);

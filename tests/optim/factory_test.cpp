@@ -13,7 +13,7 @@ namespace {
 
 TEST(OptimizerTable, EveryNameBuildsItsOptimizerWithTheDeclaredSlots) {
   const std::vector<std::string> names = optimizer_names();
-  ASSERT_EQ(names, (std::vector<std::string>{"sgd", "adam", "adamw"}));
+  ASSERT_EQ(names, (std::vector<std::string>{"sgd", "adam", "adamw", "muon"}));
   for (const std::string& name : names)
     for (double momentum : {0.0, 0.9}) {
       OptimConfig c;

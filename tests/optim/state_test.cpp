@@ -8,6 +8,7 @@
 #include "framework/random.h"
 #include "optim/adam.h"
 #include "optim/grads.h"
+#include "optim/muon.h"
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "optim/state_io.h"
@@ -21,7 +22,8 @@ using testing::same_bits;
 
 using MakeOptimizer = std::function<std::unique_ptr<Optimizer>(std::vector<ParamRef>)>;
 
-// Float32 parameters of a few shapes, one large enough for the kernels' OpenMP path.
+// Float32 parameters of a few shapes, one large enough for the kernels' OpenMP path; the weight
+// matrix is a hidden matrix for Muon (the others ignore the flag), ln_f.weight is 2-D but not one.
 std::vector<ParamRef> make_params() {
   Rng rng(5);
   std::vector<ParamRef> params;
@@ -29,7 +31,7 @@ std::vector<ParamRef> make_params() {
            {"blocks.0.mlp.fc.weight", {257, 130}}, {"blocks.0.mlp.fc.bias", {130}}, {"ln_f.weight", {3, 7}}}) {
     Tensor t = randn(shape, rng);
     t.set_requires_grad().set_name(name);
-    params.push_back({name, t, !exempt_from_decay(name)});
+    params.push_back({name, t, !exempt_from_decay(name), name == "blocks.0.mlp.fc.weight"});
   }
   return params;
 }
@@ -39,7 +41,7 @@ std::vector<ParamRef> copy_params(const std::vector<ParamRef>& params) {
   for (const ParamRef& p : params) {
     Tensor t = p.param.clone();
     t.set_requires_grad().set_name(p.name);
-    out.push_back({p.name, t, p.decay});
+    out.push_back({p.name, t, p.decay, p.hidden_matrix});
   }
   return out;
 }
@@ -102,9 +104,15 @@ const MakeOptimizer make_sgd = [](std::vector<ParamRef> p) {
   return std::make_unique<Sgd>(std::move(p), SgdOptions{.momentum = 0.9, .nesterov = true, .weight_decay = 1e-4});
 };
 
+const MakeOptimizer make_muon = [](std::vector<ParamRef> p) {
+  return std::make_unique<Muon>(std::move(p), MuonOptions{.adamw = {.beta2 = 0.95, .weight_decay = 0.1}});
+};
+
 TEST(OptimizerState, AdamWResumeIsBitIdentical) { expect_resume_is_bit_identical(make_adamw, false); }
 TEST(OptimizerState, AdamWResumeThroughHdf5IsBitIdentical) { expect_resume_is_bit_identical(make_adamw, true); }
 TEST(OptimizerState, SgdResumeThroughHdf5IsBitIdentical) { expect_resume_is_bit_identical(make_sgd, true); }
+TEST(OptimizerState, MuonResumeIsBitIdentical) { expect_resume_is_bit_identical(make_muon, false); }
+TEST(OptimizerState, MuonResumeThroughHdf5IsBitIdentical) { expect_resume_is_bit_identical(make_muon, true); }
 
 TEST(OptimizerState, SavedStateIsASnapshot) {
   std::vector<ParamRef> params = make_params();

@@ -1,9 +1,10 @@
 // train.deterministic: the same run on 1, 2, 3 and 4 threads gives the same loss at every step and
-// the same bits in every parameter, for a GPT with dropout and a BERT with grad_accum 2. The batch
-// (64 x 128 tokens) makes a weight gradient's product long in k and small in m and n, the shape
-// where oneDNN splits k over threads: without the option, the 4-thread run's weights differ from the
-// 1-thread run's (measured: 23 of 28 parameters; docs/performance.md, "Deterministic training").
-// The deterministic run also stays close to the default one: it computes the same math.
+// the same bits in every parameter, for a GPT with dropout, a BERT with grad_accum 2 and a GPT
+// trained with Muon. The batch (64 x 128 tokens) makes a weight gradient's product long in k and
+// small in m and n, the shape where oneDNN splits k over threads: without the option, the 4-thread
+// run's weights differ from the 1-thread run's (measured: 23 of 28 parameters; docs/performance.md,
+// "Deterministic training"). The deterministic run also stays close to the default one: it computes
+// the same math.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,7 +72,9 @@ TEST_P(Deterministic, EveryThreadCountGivesTheSameBits) {
 INSTANTIATE_TEST_SUITE_P(
     Models, Deterministic,
     ::testing::Values(DeterministicCase{"gpt_dropout", "tiny_gpt", {"model.n_layers=1", "model.dropout=0.1"}},
-                      DeterministicCase{"bert_accumulating", "tiny_bert", {"model.n_layers=1", "train.grad_accum=2"}}),
+                      DeterministicCase{"bert_accumulating", "tiny_bert", {"model.n_layers=1", "train.grad_accum=2"}},
+                      // Newton-Schulz's Gram products, (128, 512) by its transpose, are long in k too.
+                      DeterministicCase{"gpt_muon", "tiny_gpt", {"model.n_layers=1", "optim.name=muon"}}),
     [](const ::testing::TestParamInfo<DeterministicCase>& info) { return info.param.name; });
 
 }  // namespace

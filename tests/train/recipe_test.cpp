@@ -169,6 +169,11 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.yaml:3:3: optim.beta2 has no effect: optim.name is sgd"}},
         BadCase{"momentum with AdamW", "optim:\n  momentum: 0.8\n", {},
                 {"bad.yaml:2:3: optim.momentum has no effect: optim.name is adamw"}},
+        BadCase{"SGD's momentum with Muon", "optim:\n  name: muon\n  momentum: 0.8\n", {},
+                {"bad.yaml:3:3: optim.momentum has no effect: optim.name is muon", "Muon's optim.muon_momentum"}},
+        BadCase{"Muon's rate with AdamW", "", {"optim.muon_lr=0.01"},
+                {"--set optim.muon_lr=0.01: optim.muon_lr has no effect: optim.name is adamw, and only muon reads "
+                 "it; remove the key, or set optim.name: muon"}},
         BadCase{"decay flags without decay", "optim:\n  weight_decay: 0\n  decay_embeddings: true\n", {},
                 {"bad.yaml:3:3: optim.decay_embeddings has no effect: optim.weight_decay is 0"}},
         BadCase{"min_lr with a constant schedule", "schedule:\n  kind: constant\n  min_lr: 0.0001\n", {},
@@ -341,6 +346,20 @@ TEST(Recipe, NoTimeBudgetIsEmptyZeroOrNone) {
   EXPECT_EQ(parse_duration("0"), 0.0);
   EXPECT_EQ(parse_duration("90s"), 90.0);
   expect_refused("train:\n  time_budget: 5 minutes\n", {"bad.yaml:2:3", "or 0, none or empty for no budget"});
+}
+
+TEST(Recipe, MuonKeysReachTheOptimizerConfig) {
+  const Recipe d = parse_recipe("optim:\n  name: muon\n", "r.yaml");
+  EXPECT_EQ(d.optim.muon_lr, 0.02);  // Jordan et al.'s defaults
+  EXPECT_EQ(d.optim.muon_momentum, 0.95);
+  EXPECT_TRUE(d.optim.muon_nesterov);
+  const Recipe r = parse_recipe("optim:\n  name: muon\n  muon_lr: 0.01\n  muon_momentum: 0.9\n  muon_nesterov: false\n",
+                                "r.yaml");
+  EXPECT_EQ(r.optim.muon_lr, 0.01);
+  EXPECT_EQ(r.optim.muon_momentum, 0.9);
+  EXPECT_FALSE(r.optim.muon_nesterov);
+  EXPECT_EQ(parse_recipe(r.to_yaml(), "back.yaml").to_yaml(), r.to_yaml());
+  expect_refused("optim:\n  name: muon\n  muon_momentum: 1\n", {"bad.yaml:3:3", "optim.muon_momentum"});
 }
 
 TEST(Recipe, EveryKeyHasTypeAndMeaning) {

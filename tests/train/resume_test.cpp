@@ -136,6 +136,12 @@ INSTANTIATE_TEST_SUITE_P(
                                      {"model.n_layers=4", "model.mixer=[differential, mamba, linear, attention]",
                                       "model.position=rope", "model.dropout=0.1", "model.mamba_state=4"},
                                      Stop::interrupt},
+                          // Muon's momentum buffers beside AdamW's moments (the untied head and the
+                          // embeddings), and its rate following the schedule's.
+                          ResumeCase{"GptMuonInterrupted",
+                                     "tiny_gpt",
+                                     {"optim.name=muon", "model.tie_embeddings=false"},
+                                     Stop::interrupt},
                           ResumeCase{"BertGradAccum2Extended",
                                      "tiny_bert",
                                      {"model.dropout=0.1", "train.grad_accum=2", "schedule.kind=constant"},

@@ -279,6 +279,9 @@ void expect_warm_steps_make_none_of_our_own(std::vector<std::string> more) {
 
 TEST(WarmStepAllocations, GptStepMakesNoneOfOurOwn) { expect_warm_steps_make_none_of_our_own({}); }
 
+// Muon: the Newton-Schulz buffers are the optimizer's, sized when it is built.
+TEST(WarmStepAllocations, MuonStepMakesNoneOfOurOwn) { expect_warm_steps_make_none_of_our_own({"optim.name=muon"}); }
+
 // Every sequence mixer in one stack: the selective scan's per-task buffers, the convolution and
 // linear attention's chunk states come from the storage pool too.
 TEST(WarmStepAllocations, EveryMixerStepMakesNoneOfOurOwn) {
