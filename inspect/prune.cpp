@@ -118,9 +118,9 @@ int64_t heads_in_fraction(const layers::ModelConfig& config, double fraction) {
 }
 
 PrunePlan plan_pruning(const layers::ModelConfig& config, const HeadImportance& scores, int64_t heads_to_remove) {
-  TF_CHECK_INPUT(config.position != layers::PositionEncoding::alibi,
-                 "prune: an ALiBi model's heads cannot be removed: each head's slope follows its index among "
-                 "model.n_heads (Press et al. 2022), so the heads left would attend differently");
+  TF_CHECK_INPUT(layers::position_row(config.position).heads_removable, "prune: an ALiBi model's heads cannot be "
+                 "removed: each head's slope follows its index among model.n_heads (Press et al. 2022), so the "
+                 "heads left would attend differently (Note [position support])");
   const int64_t Hg = config.group_size(), L = config.n_layers;
   TF_CHECK_INPUT(heads_to_remove >= 0 && heads_to_remove <= max_removable_heads(config), "prune: cannot remove ",
                  heads_to_remove, " of ", config.total_heads(), " heads: every layer keeps at least ", Hg,

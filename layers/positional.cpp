@@ -9,9 +9,14 @@
 
 namespace tf::layers {
 
-const char* position_encoding_name(PositionEncoding p) {
-  static const char* names[] = {"none", "sinusoidal", "learned", "rope", "alibi", "t5"};
-  return names[static_cast<int>(p)];
+std::string position_names_with(bool PositionRow::*column) {
+  std::vector<std::string> names;
+  for (const PositionRow& row : kPositionTable)
+    if (row.*column) names.emplace_back(row.name);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
 }
 
 PositionEncoding parse_position_encoding(const std::string& name) {

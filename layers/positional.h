@@ -14,16 +14,43 @@
 #pragma once
 #include <string>
 
+#include "framework/kind_table.h"
 #include "layers/embedding.h"
 #include "layers/module.h"
 
 namespace tf::layers {
 
 enum class PositionEncoding { none, sinusoidal, learned, rope, alibi, t5 };
-inline constexpr PositionEncoding kPositionEncodings[] = {PositionEncoding::none, PositionEncoding::sinusoidal,
-                                                          PositionEncoding::learned, PositionEncoding::rope,
-                                                          PositionEncoding::alibi, PositionEncoding::t5};
-const char* position_encoding_name(PositionEncoding p);
+
+// Note [position support]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// What each encoding supports, declared once in its row; the configuration check (layers that form
+// no scores, differential attention, a pruned model's heads), sequence parallelism and `tapeformer
+// prune` read the row rather than naming encodings. (What llama.cpp's and Hugging Face's
+// architectures take is a fact about them, so the exports keep it.)
+struct PositionRow {
+  PositionEncoding kind;
+  const char* name;
+  bool absolute;        // depends on a token's own position only (nothing, or a table added to the
+                        // embeddings): the only kind layers without scores (linear, mamba) take
+  bool ring;            // sequence parallelism runs it round the ring (T5's table gradient would have to travel it)
+  bool differential;    // differential attention takes it (T5's table has a row per softmax head)
+  bool heads_removable; // heads can be removed (`tapeformer prune`, model.heads_per_layer); ALiBi's slope
+                        // follows a head's index among n_heads (Press et al. 2022, section 3)
+};
+inline constexpr PositionRow kPositionTable[] = {
+    {PositionEncoding::none, "none", true, true, true, true},
+    {PositionEncoding::sinusoidal, "sinusoidal", true, true, true, true},
+    {PositionEncoding::learned, "learned", true, true, true, true},
+    {PositionEncoding::rope, "rope", false, true, true, true},
+    {PositionEncoding::alibi, "alibi", false, true, true, false},
+    {PositionEncoding::t5, "t5", false, false, false, true},
+};
+inline constexpr const PositionRow& position_row(PositionEncoding p) { return row_of(kPositionTable, p); }
+inline constexpr auto kPositionEncodings = kinds_of(kPositionTable);  // the recipe's choices, in the table's order
+inline const char* position_encoding_name(PositionEncoding p) { return position_row(p).name; }
+// The names of the encodings whose row has `column` set, "a, b or c" (for messages).
+std::string position_names_with(bool PositionRow::*column);
 PositionEncoding parse_position_encoding(const std::string& name);  // throws InputError
 
 // The sinusoidal table (max_len, dim), in float64 math then converted.

@@ -26,9 +26,9 @@ void check_sequence_parallel(const Recipe& r, int64_t ranks) {
   for (int64_t l = 0; l < m.n_layers; ++l)
     TF_CHECK_INPUT(layers::mixer_row(m.mixer(l)).ring, key, " runs softmax attention round the ring; layer ", l,
                    " has model.mixer ", layers::mixer_name(m.mixer(l)));
-  const layers::PositionEncoding p = m.position;
-  TF_CHECK_INPUT(p != layers::PositionEncoding::t5, key, " takes no model.position t5 (ring attention does not carry "
-                 "its learned table's gradient; Note [variant options])");
+  TF_CHECK_INPUT(layers::position_row(m.position).ring, key, " takes no model.position ",
+                 layers::position_encoding_name(m.position),
+                 " (ring attention does not carry its learned table's gradient; Note [position support])");
   for (const std::string& refused : kernels::variant_keys_used(m.attention, true))
     TF_CHECK_INPUT(false, key, " takes no ", refused, " (ring attention does not honour it; Note [variant options])");
   TF_CHECK_INPUT(m.attn_dropout == 0, key, " takes no model.attn_dropout (got ", m.attn_dropout, ")");

@@ -106,11 +106,11 @@ std::vector<ConfigError> ModelConfig::problems() const {
                      ({"model.heads_per_layer"}), "model.heads_per_layer: layer ", l, " has ", heads_per_layer[l],
                      " heads; each layer needs at least one, a multiple of the group size n_heads / n_kv_heads = ",
                      group_size());
-    // ALiBi's slope is a function of a head's index among n_heads (Press et al. 2022, section 3); a layer
-    // with heads removed would give its remaining heads other slopes than they were trained with.
-    TF_NOTE_CONFIG(found, position != PositionEncoding::alibi, ({"model.heads_per_layer", "model.position"}),
-                   "model.heads_per_layer cannot be used with model.position alibi: each head's slope follows its "
-                   "index among model.n_heads");
+    // Note [position support]: ALiBi's slope is a function of a head's index among n_heads; a layer with
+    // heads removed would give its remaining heads other slopes than they were trained with.
+    TF_NOTE_CONFIG(found, position_row(position).heads_removable, ({"model.heads_per_layer", "model.position"}),
+                   "model.heads_per_layer cannot be used with model.position ", position_encoding_name(position),
+                   ": each head's slope follows its index among model.n_heads");
   }
   if (groups && one_count_per_layer) mixer_problems(found);  // heads(l) and kv_heads(l) read both
   const ops::RopeScaling& sc = rope_scaling;
@@ -176,9 +176,9 @@ void ModelConfig::differential_problems(std::vector<ConfigError>& found) const {
                    "model.mixer differential pairs heads: layer ", l, " needs an even number of query heads and "
                    "of key/value heads, got ", heads(l), " and ", kv_heads(l));
   }
-  TF_NOTE_CONFIG(found, position != PositionEncoding::t5, ({"model.position", "model.mixer"}),
-                 "model.mixer differential does not take model.position t5 (its bias table has a row per softmax "
-                 "head); use rope, alibi, learned, sinusoidal or none");
+  TF_NOTE_CONFIG(found, position_row(position).differential, ({"model.position", "model.mixer"}),
+                 "model.mixer differential does not take model.position ", position_encoding_name(position),
+                 " (Note [position support]); use ", position_names_with(&PositionRow::differential));
   TF_NOTE_CONFIG(found, attn_dropout == 0, ({"model.attn_dropout", "model.mixer"}),
                  "model.mixer differential does not take model.attn_dropout (the paper drops no attention "
                  "probabilities); set it to 0");
@@ -225,10 +225,9 @@ void ModelConfig::mixer_problems(std::vector<ConfigError>& found) const {
       std::any_of(mixers.begin(), mixers.end(), [](MixerKind m) { return mixer_row(m).forms_scores; }))
     return;
   const std::string every = "model.mixer " + scoreless_names + " in every layer";
-  const bool absolute = position == PositionEncoding::none || position == PositionEncoding::sinusoidal ||
-                        position == PositionEncoding::learned;
-  TF_NOTE_CONFIG(found, absolute, ({"model.position", "model.mixer"}), every,
-                 " takes model.position none, sinusoidal or learned, got ", position_encoding_name(position),
+  TF_NOTE_CONFIG(found, position_row(position).absolute, ({"model.position", "model.mixer"}), every,  // Note [position support]
+                 " takes model.position ", position_names_with(&PositionRow::absolute), ", got ",
+                 position_encoding_name(position),
                  " (ALiBi and T5 act on scores, which these layers never form, and RoPE rotates queries and keys)");
   for (const std::string& key : kernels::variant_keys_used(attention))
     TF_NOTE_CONFIG(found, false, ({key, "model.mixer"}), key, " acts on attention scores: with ", every,
