@@ -210,7 +210,8 @@ auto named(const Values& values, Name name) {
 
 #define REF(expr) [](Recipe& r) -> auto& { return r.expr; }
 
-std::vector<Field> make_fields() {
+// The model section: one line per key (docs/recipes.md's model table).
+std::vector<Field> model_fields() {
   return {
       choice("model.arch", "gpt (causal language model) or bert (masked language model)", REF(model.arch),
              std::vector<std::pair<std::string, Architecture>>{{"gpt", Architecture::gpt}, {"bert", Architecture::bert}}),
@@ -257,13 +258,18 @@ std::vector<Field> make_fields() {
              named(kernels::kNormKinds, kernels::norm_kind_name)),
       choice("model.gelu", "GELU form: tanh approximation (GPT-2) or exact erf (BERT)", REF(model.gelu),
              std::vector<std::pair<std::string, ops::GeluApprox>>{{"tanh", ops::GeluApprox::tanh}, {"erf", ops::GeluApprox::erf}}),
-      choice("model.feed_forward", "gelu (the MLP: GELU between two projections) or swiglu (gated: SiLU(gate) * value, Shazeer 2020)",
+      choice("model.feed_forward", "gelu (the MLP: GELU between two projections), swiglu (gated: SiLU(gate) * value, Shazeer 2020) or relu2 (the MLP with ReLU(x)^2, Primer)",
              REF(model.feed_forward), named(kernels::kFeedForwardKinds, kernels::feed_forward_kind_name)),
       boolean("model.tie_embeddings", "GPT: the LM head reuses the token embedding (BERT: always)", REF(model.tie_embeddings)),
       boolean("model.bias", "biases in linear layers", REF(model.bias)),
       integer("model.n_segments", "must be 0: BERT segment embeddings need sentence-pair batches, which no batcher makes (kept so older recipes and checkpoints read)", REF(model.n_segments), 0, 16),
       number("model.init_std", "standard deviation of the normal initialisation of weights", REF(model.init_std), 0.0, 1.0, true),
+  };
+}
 
+// Every section but the model: data, optimizer, schedule, training, evaluation, checkpoints, logs, sampling.
+std::vector<Field> run_fields() {
+  return {
       choice("data.corpus", "brown (the Brown corpus) or linux (the Linux kernel's C sources), both installed by scripts/setup.sh; files (text: train_path / val_path); tokens (token files tokenized elsewhere, such as llm.c's .bin: train_path / val_path)", REF(data.corpus),
              same_names<std::string>({"brown", "linux", "files", "tokens"})),
       text("data.root", "folder of the installed corpora and the token shards; empty: $TAPEFORMER_DATA, else ~/.cache/tapeformer (docs/data.md)", REF(data.root)),
@@ -332,6 +338,12 @@ std::vector<Field> make_fields() {
       integer("sample.top_k", "keep the k most likely tokens; 0 keeps all", REF(sample.top_k), 0),
       number("sample.top_p", "nucleus sampling: smallest set with this probability mass", REF(sample.top_p), 0.0, 1.0, true),
   };
+}
+
+std::vector<Field> make_fields() {
+  std::vector<Field> fields = model_fields();
+  for (Field& f : run_fields()) fields.push_back(std::move(f));
+  return fields;
 }
 
 #undef REF
