@@ -5,7 +5,6 @@
 #include "tools/commands.h"
 #include "train/evaluate.h"
 #include "train/run_folder.h"
-#include "train/threads.h"
 
 namespace tf::tools {
 
@@ -19,7 +18,6 @@ void add_checkpoint_text_options(CLI::App& cmd, CheckpointTextArgs& args, const 
 }
 
 CheckpointText load_checkpoint_text(const CheckpointTextArgs& args) {
-  train::configure_threads(0);
   CheckpointText out;
   out.file = train::checkpoint_argument(args.checkpoint).string();
   out.loaded = train::load_checkpoint(out.file, args.overrides);

@@ -11,7 +11,6 @@
 #include "train/evaluate.h"
 #include "train/fill_mask.h"
 #include "train/run_folder.h"
-#include "train/threads.h"
 
 namespace tf::tools {
 namespace {
@@ -79,7 +78,7 @@ void add_fill_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "fill", "Predict each [MASK] of a text with a BERT checkpoint: the most probable tokens and their probabilities");
   static std::string checkpoint, text;
-  static int64_t top_k = 5, threads = 0;
+  static int64_t top_k = 5;
   static bool json = false;
   cmd->add_option("checkpoint", checkpoint, "Checkpoint file (.h5), or a run folder for its newest checkpoint")->required();
   cmd->add_option("--text", text,
@@ -89,12 +88,8 @@ void add_fill_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--top-k", top_k, "Candidates shown for each [MASK] (at most the vocabulary)")
       ->capture_default_str()
       ->check(integer_in(1, 1 << 30));
-  cmd->add_option("--threads", threads, "OpenMP threads; 0: the physical cores (OMP_NUM_THREADS wins when set)")
-      ->capture_default_str()
-      ->check(integer_in(0, 1024));
   cmd->add_flag("--json", json, "Print one JSON object with every probability at full precision (for other tools)");
   cmd->callback([&exit_code] {
-    train::configure_threads(threads);
     const std::string file = train::checkpoint_argument(checkpoint).string();
     const train::LoadedRun loaded = train::load_checkpoint(file);
     const train::Run& run = loaded.run;

@@ -14,7 +14,6 @@
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/run_folder.h"
-#include "train/threads.h"
 
 namespace tf::tools {
 
@@ -61,7 +60,6 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->callback([&exit_code] {
     TF_CHECK_INPUT(!text.empty() || !file.empty(), "inspect: give the text with --text TEXT or --file FILE");
     train::check_output_folder("inspect --out", out_dir);  // before the checkpoint is loaded
-    train::configure_threads(0);
     const std::filesystem::path ckpt = train::checkpoint_argument(checkpoint);
     train::LoadedRun loaded = train::load_checkpoint(ckpt);
     const train::Run& run = loaded.run;

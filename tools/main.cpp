@@ -19,6 +19,24 @@
 // error message. An error exit has nothing left to tear down: every file was closed as the exception
 // unwound. Under mpirun, Note [failing together] (framework/dist/comm.h) decides which rank prints.
 
+namespace {
+
+// Every command but train and prepare (whose recipe says it: train.threads) takes --threads, and runs
+// with that many OpenMP threads, set as soon as its command line is parsed: 0 (the default) means the
+// physical cores, and OMP_NUM_THREADS wins when set (train/threads.h).
+void add_threads_options(CLI::App& app) {
+  static int64_t threads = 0;
+  for (CLI::App* cmd : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (cmd->get_name() == "train" || cmd->get_name() == "prepare") continue;
+    cmd->add_option("--threads", threads, "OpenMP threads; 0: the physical cores (OMP_NUM_THREADS wins when set)")
+        ->capture_default_str()
+        ->check(tf::tools::integer_in(0, 1024));
+    cmd->parse_complete_callback([] { tf::train::configure_threads(threads); });
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   tf::train::apply_default_wait_policy(argv);  // first: it may re-execute the program
   tf::dist::Comm& comm = tf::dist::Comm::world();  // MPI_Init, when started by mpirun
@@ -47,6 +65,7 @@ int main(int argc, char** argv) {
   tf::tools::add_report_command(app, exit_code);
   tf::tools::add_export_command(app, exit_code);
   tf::tools::add_gradcheck_command(app, exit_code);
+  add_threads_options(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -6,7 +6,6 @@
 #include "inspect/report.h"
 #include "tools/commands.h"
 #include "train/output_path.h"
-#include "train/threads.h"
 
 namespace tf::tools {
 
@@ -20,7 +19,6 @@ void add_report_command(CLI::App& app, int& exit_code) {
     // the run folder: when that is missing, looking for its checkpoint names it.
     if (!out.empty() || std::filesystem::is_directory(run_dir))
       train::check_output_file("report --out", inspect::report_file(run_dir, out));
-    train::configure_threads(0);
     std::printf("%s\n", inspect::write_run_report(run_dir, out).c_str());
     exit_code = 0;
   });

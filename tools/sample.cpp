@@ -3,12 +3,13 @@
 #include <cstdio>
 #include <iostream>
 
+#include <omp.h>
+
 #include "layers/models/gpt.h"
 #include "tools/commands.h"
 #include "train/checkpoint.h"
 #include "train/run_folder.h"
 #include "train/sample.h"
-#include "train/threads.h"
 #include "train/trainer.h"
 
 namespace tf::tools {
@@ -41,7 +42,6 @@ void add_sample_command(CLI::App& app, int& exit_code) {
                 "(bench/decode_llama_cpp.py reads it)");
   cmd->callback([&exit_code] {
     o.kv_cache = !no_kv_cache;
-    train::configure_threads(0);
     train::LoadedRun loaded = train::load_checkpoint(train::checkpoint_argument(checkpoint), overrides);
     const auto* gpt = dynamic_cast<const layers::Gpt*>(loaded.run.model.get());
     TF_CHECK_INPUT(gpt, checkpoint, ": sampling needs a GPT checkpoint; this one holds a BERT (try `tapeformer eval`)");
@@ -61,8 +61,9 @@ void add_sample_command(CLI::App& app, int& exit_code) {
     std::cout << loaded.run.tokenizer->decode(generated) << "\n";
     if (timing && generated.size() > 1) {
       const double seconds = std::chrono::duration<double>(last - first).count();
-      std::fprintf(stderr, "timing: %zu tokens after the first in %.6f s: %.1f tokens/s\n", generated.size() - 1,
-                   seconds, static_cast<double>(generated.size() - 1) / seconds);
+      std::fprintf(stderr, "timing: %zu tokens after the first in %.6f s: %.1f tokens/s on %d threads\n",
+                   generated.size() - 1, seconds, static_cast<double>(generated.size() - 1) / seconds,
+                   omp_get_max_threads());
     }
     exit_code = 0;
   });
