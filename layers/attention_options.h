@@ -78,7 +78,11 @@ struct AttentionHooks {
         *norm = LayerNorm({.dim = shape.head_dim, .eps = shape.norm_eps, .kind = kernels::NormKind::rms}, init);
     if (o.attention_gate) gate = Linear({shape.d_model, shape.heads * shape.head_dim, shape.bias, shape.init_std}, init);
   }
-  bool any() const { return !options.keys_used().empty(); }
+  bool any() const {  // read on every decoding step: the rows, without building the list of keys
+    for (const AttentionLayerOption& option : kAttentionLayerOptions)
+      if (option.used(options)) return true;
+    return false;
+  }
 
   // q (B, H, T, D) and k (B, G, T, D), one head's D features per row, before RoPE rotates them.
   void queries_and_keys(Tensor& q, Tensor& k) const {

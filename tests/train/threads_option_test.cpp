@@ -55,7 +55,9 @@ TEST_F(ThreadsOption, SetsTheCountAndTheFiguresDoNotDependOnIt) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(o.err, m, timing)) << o.err;
     // OMP_NUM_THREADS, when the environment sets it, wins over --threads (train/threads.h).
-    if (std::getenv("OMP_NUM_THREADS") == nullptr) EXPECT_EQ(std::stoi(m[1]), threads);
+    if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+      EXPECT_EQ(std::stoi(m[1]), threads);
+    }
     tokens[threads - 1] = o.out;
   }
   EXPECT_EQ(tokens[0], tokens[1]) << "greedy decoding at 1 and 2 threads";
