@@ -36,6 +36,8 @@ std::string lr_text(double lr) {
 std::string describe_schedule(const Recipe& recipe, int64_t total_steps) {
   std::string s = recipe.schedule.kind;
   if (recipe.schedule.kind != "constant") s += " to step " + std::to_string(total_steps);
+  if (recipe.schedule.kind == "wsd")
+    s += " (cooldown " + std::to_string(std::lround(recipe.schedule.cooldown_fraction * 100)) + "%)";
   if (recipe.schedule.warmup_steps > 0) s += " (warmup " + std::to_string(recipe.schedule.warmup_steps) + ")";
   return s;
 }

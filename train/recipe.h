@@ -49,9 +49,10 @@ struct DataConfig {
 using optim::OptimConfig;  // optim/factory.h: the optim section, beside the table of optimizers
 
 struct ScheduleConfig {
-  std::string kind = "cosine";  // constant | cosine | linear
+  std::string kind = "cosine";  // constant | cosine | linear | wsd
   int64_t warmup_steps = 100;
   double min_lr = 1e-4;
+  double cooldown_fraction = 0.2;  // wsd: share of the steps after warmup spent decaying
 };
 
 struct TrainConfig {

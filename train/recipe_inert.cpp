@@ -88,8 +88,10 @@ std::vector<Rule> rules(const Recipe& r) {
       {{"optim.decay_biases_and_norms", "optim.decay_embeddings"}, r.optim.weight_decay == 0,
        "optim.weight_decay is 0, so nothing is decayed; remove the key"},
       {{"schedule.min_lr"}, r.schedule.kind == "constant",
-       "schedule.kind is constant, so the rate never decays to it; remove the key, or set schedule.kind: cosine or "
-       "linear"},
+       "schedule.kind is constant, so the rate never decays to it; remove the key, or set schedule.kind: cosine, "
+       "linear or wsd"},
+      {{"schedule.cooldown_fraction"}, r.schedule.kind != "wsd",
+       "schedule.kind is " + r.schedule.kind + ", and only wsd has a cooldown; remove the key, or set schedule.kind: wsd"},
       {{"sample.prompt", "sample.temperature", "sample.top_k", "sample.top_p"}, !gpt,
        "model.arch is bert, and a BERT samples nothing after training; remove the key"},
       {{"sample.temperature", "sample.top_k", "sample.top_p"}, r.sample.tokens == 0,

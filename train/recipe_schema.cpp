@@ -300,9 +300,11 @@ std::vector<Field> run_fields() {
       boolean("optim.decay_embeddings", "apply weight decay to embeddings too", REF(optim.decay_embeddings)),
 
       choice("schedule.kind", "learning-rate schedule after warmup", REF(schedule.kind),
-             same_names<std::string>({"constant", "cosine", "linear"})),
+             same_names<std::string>({"constant", "cosine", "linear", "wsd"})),
       integer("schedule.warmup_steps", "steps of linear warmup from 0 to optim.lr", REF(schedule.warmup_steps), 0),
       number("schedule.min_lr", "floor the decay ends at; at most optim.lr", REF(schedule.min_lr), 0.0, 10.0),
+      number("schedule.cooldown_fraction", "wsd: share of the steps after warmup spent decaying linearly to min_lr (the rest stay at optim.lr)",
+             REF(schedule.cooldown_fraction), 0.0, 1.0),
 
       integer("train.steps", "optimizer steps", REF(train.steps), 1),
       integer("train.batch_size", "sequences per micro-batch", REF(train.batch_size), 1, 1 << 16),

@@ -156,6 +156,7 @@ optim::Schedule run_schedule(const Recipe& recipe, int64_t total_steps) {
   s.min_lr = recipe.schedule.min_lr;
   s.warmup_steps = recipe.schedule.warmup_steps;
   s.decay_steps = total_steps;
+  s.cooldown_fraction = recipe.schedule.cooldown_fraction;
   return optim::Schedule(s);
 }
 

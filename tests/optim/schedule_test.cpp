@@ -17,7 +17,7 @@ ScheduleOptions options(ScheduleKind kind) {
 }
 
 TEST(Schedule, WarmupRisesLinearlyFromLrOverWToLr) {
-  for (ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::cosine, ScheduleKind::linear}) {
+  for (ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::cosine, ScheduleKind::linear, ScheduleKind::wsd}) {
     const Schedule s(options(kind));
     EXPECT_DOUBLE_EQ(s.lr_at(0), 0.1) << schedule_kind_name(kind);  // 1 * (0 + 1) / 10
     EXPECT_DOUBLE_EQ(s.lr_at(4), 0.5) << schedule_kind_name(kind);
@@ -45,6 +45,29 @@ TEST(Schedule, LinearDecay) {
   EXPECT_DOUBLE_EQ(s.lr_at(5000), 0.1);
 }
 
+// Warmup-stable-decay: with 100 steps after warmup and a cooldown of 0.3, the rate holds the peak to
+// step 79 and falls linearly over the last 30 steps (C = 110 - 30 = 80) to the floor.
+TEST(Schedule, WarmupStableDecay) {
+  ScheduleOptions o = options(ScheduleKind::wsd);
+  o.cooldown_fraction = 0.3;
+  const Schedule s(o);
+  for (int64_t t = 10; t < 80; ++t) EXPECT_EQ(s.lr_at(t), 1.0) << t;
+  EXPECT_DOUBLE_EQ(s.lr_at(80), 1.0);               // the cooldown's first step: progress 0
+  EXPECT_DOUBLE_EQ(s.lr_at(95), 0.1 + 0.9 * 0.5);   // halfway through it
+  EXPECT_NEAR(s.lr_at(109), 0.1 + 0.9 / 30, 1e-15);  // its last step
+  EXPECT_DOUBLE_EQ(s.lr_at(110), 0.1);
+  for (int64_t t = 80; t < 110; ++t) EXPECT_LT(s.lr_at(t + 1), s.lr_at(t)) << "not decreasing at " << t;
+  // The two ends: no cooldown holds the peak to the last step; a whole cooldown is the linear schedule.
+  o.cooldown_fraction = 0;
+  EXPECT_EQ(Schedule(o).lr_at(109), 1.0);
+  EXPECT_EQ(Schedule(o).lr_at(110), 0.1);
+  o.cooldown_fraction = 1;
+  const Schedule linear(options(ScheduleKind::linear));
+  for (int64_t t = 0; t < 120; ++t) EXPECT_EQ(Schedule(o).lr_at(t), linear.lr_at(t)) << t;
+  o.cooldown_fraction = 1.5;
+  EXPECT_THROW(Schedule{o}, InputError);
+}
+
 TEST(Schedule, ConstantAndNoWarmup) {
   const Schedule constant({.kind = ScheduleKind::constant, .lr = 3e-4});
   EXPECT_EQ(constant.lr_at(0), 3e-4);
@@ -62,7 +85,7 @@ TEST(Schedule, RejectsInconsistentOptions) {
   EXPECT_THROW(Schedule({.kind = ScheduleKind::constant, .lr = -1.0}), InputError);
   EXPECT_EQ(parse_schedule_kind("cosine"), ScheduleKind::cosine);
   testing::expect_error<InputError>([] { parse_schedule_kind("cosine_with_restarts"); },
-                                    "choices: constant, cosine, linear");
+                                    "choices: constant, cosine, linear, wsd");
 }
 
 }  // namespace

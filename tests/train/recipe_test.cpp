@@ -178,6 +178,11 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.yaml:3:3: optim.decay_embeddings has no effect: optim.weight_decay is 0"}},
         BadCase{"min_lr with a constant schedule", "schedule:\n  kind: constant\n  min_lr: 0.0001\n", {},
                 {"bad.yaml:3:3: schedule.min_lr has no effect: schedule.kind is constant"}},
+        BadCase{"a cooldown without wsd", "schedule:\n  cooldown_fraction: 0.3\n", {},
+                {"bad.yaml:2:3: schedule.cooldown_fraction has no effect: schedule.kind is cosine, and only wsd has a "
+                 "cooldown"}},
+        BadCase{"a cooldown beyond the run", "schedule:\n  kind: wsd\n  cooldown_fraction: 1.5\n", {},
+                {"bad.yaml:3:3", "schedule.cooldown_fraction", "[0.0, 1.0]"}},
         BadCase{"sampling option in a BERT", "model:\n  arch: bert\nsample:\n  temperature: 0.5\n", {},
                 {"bad.yaml:4:3: sample.temperature has no effect: model.arch is bert"}},
         BadCase{"sampling option with nothing sampled", "sample:\n  tokens: 0\n  top_k: 5\n", {},
