@@ -10,6 +10,7 @@
 #include "framework/dist/comm.h"
 #include "framework/error.h"
 #include "tools/commands.h"
+#include "train/interrupt.h"
 #include "train/recipe.h"
 #include "train/threads.h"
 
@@ -39,6 +40,7 @@ void add_threads_options(CLI::App& app) {
 
 int main(int argc, char** argv) {
   tf::train::apply_default_wait_policy(argv);  // first: it may re-execute the program
+  tf::train::receive_signals_on_own_thread();  // before MPI and OpenMP start their threads
   tf::dist::Comm& comm = tf::dist::Comm::world();  // MPI_Init, when started by mpirun
   // Only training is distributed; N copies of any other command would print N times and race on
   // their output files. Every rank sees the same command line, so every rank stops here.

@@ -16,13 +16,29 @@
 // Open MPI's mpirun (4.1) sends SIGKILL 1 s later (odls_base_sigkill_timeout): a run whose step and
 // checkpoint take longer keeps only its newest interval checkpoint (docs/distributed.md).
 // The handler uses only async-signal-safe calls (write, unlink, _exit) and lock-free atomics.
+//
+// Note [signals on one thread]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The kernel runs a handler on the stack of whichever thread the signal lands on, below its stack
+// pointer. oneDNN 2.6's JIT sgemm (Debian 12's libdnnl2 2.6.3) keeps data below the stack pointer,
+// so a handler that runs while it computes overwrites that data. Found by the two-rank soak
+// (tests/dist/soak_test.cpp): the step a Ctrl-C landed in had a wrong gradient (grad_norm 0.5615
+// for 0.5623, the loss equal), and now and then glibc stopped the run with "corrupted size vs.
+// prev_size" inside dnnl_primitive_execute. A program calling dnnl_sgemm (1024 x 64 x 256, one
+// thread) in a loop under a 53 us timer signal aborts the same way within 1,000 calls; with the
+// handler on an alternate stack it ran 3 x 1,000 calls clean. So the signals that have handlers are
+// blocked in every thread but one, which only waits for them (receive_signals_on_own_thread); the
+// handlers above run there. Blocked masks are inherited, so the threads MPI and OpenMP start later
+// block them too; the HDF5 probe's child sets its own mask.
 #include "train/interrupt.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstring>
+#include <thread>
 
 namespace tf::train {
 
@@ -60,6 +76,18 @@ void on_hangup(int signal) {
 }
 
 }  // namespace
+
+void receive_signals_on_own_thread() {
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, signal);
+  ::pthread_sigmask(SIG_BLOCK, &handled, nullptr);
+  // A signal sent before the thread unblocks them waits, pending, until it does.
+  std::thread([handled] {
+    ::pthread_sigmask(SIG_UNBLOCK, &handled, nullptr);
+    for (;;) ::pause();
+  }).detach();
+}
 
 InterruptScope::InterruptScope() {
   g_requests = 0;

@@ -10,6 +10,12 @@
 
 namespace tf::train {
 
+// Call first thing in main(), before any other thread starts (MPI's, OpenMP's): SIGINT, SIGTERM and
+// SIGHUP are then blocked in this thread and every thread it starts, and received by one thread of
+// their own that does nothing else, so that their handlers (and default actions) never run on a
+// thread that is computing (Note [signals on one thread] in interrupt.cpp).
+void receive_signals_on_own_thread();
+
 // While it lives, SIGINT and SIGTERM (which mpirun sends its ranks when it is interrupted) request
 // a stop instead of ending the process, and SIGHUP (the terminal or mpirun is gone) stops at once as
 // a second Ctrl-C does; the previous handlers come back when it ends.

@@ -94,7 +94,7 @@ Comm::Comm() {
   // checkpoint (train/interrupt.cpp), and elsewhere SIGHUP's default action ends the process.
   const pid_t parent = ::getppid();
   ::prctl(PR_SET_PDEATHSIG, SIGHUP);
-  if (::getppid() != parent) ::raise(SIGHUP);  // the parent died before the request
+  if (::getppid() != parent) ::kill(::getpid(), SIGHUP);  // the parent died before the request (to the process: Note [signals on one thread])
   int provided = 0;
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   // Errors come back as codes (check() turns them into exceptions) instead of aborting in MPI.

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <string>
 
@@ -22,7 +24,14 @@ class TempDir {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
-  ~TempDir() { std::filesystem::remove_all(path_); }
+  // TAPEFORMER_KEEP_TEMP=1 keeps a failed test's folder, to read what it left.
+  ~TempDir() {
+    if (std::getenv("TAPEFORMER_KEEP_TEMP") && ::testing::Test::HasFailure()) {
+      std::cerr << "kept " << path_ << "\n";
+      return;
+    }
+    std::filesystem::remove_all(path_);
+  }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
