@@ -24,12 +24,15 @@ namespace {
 
 // Every command but train and prepare (whose recipe says it: train.threads) takes --threads, and runs
 // with that many OpenMP threads, set as soon as its command line is parsed: 0 (the default) means the
-// physical cores, and OMP_NUM_THREADS wins when set (train/threads.h).
+// physical cores (sample then chooses by model size and load: Note [decode threads]), and
+// OMP_NUM_THREADS wins when set (train/threads.h).
 void add_threads_options(CLI::App& app) {
   static int64_t threads = 0;
   for (CLI::App* cmd : app.get_subcommands([](const CLI::App*) { return true; })) {
     if (cmd->get_name() == "train" || cmd->get_name() == "prepare") continue;
-    cmd->add_option("--threads", threads, "OpenMP threads; 0: the physical cores (OMP_NUM_THREADS wins when set)")
+    cmd->add_option("--threads", threads,
+                    "OpenMP threads; 0: the physical cores (sample: one for a model under 300k parameters, "
+                    "else the cores other processes leave free); OMP_NUM_THREADS wins when set")
         ->capture_default_str()
         ->check(tf::tools::integer_in(0, 1024));
     cmd->parse_complete_callback([] { tf::train::configure_threads(threads); });

@@ -10,6 +10,7 @@
 #include "train/checkpoint.h"
 #include "train/run_folder.h"
 #include "train/sample.h"
+#include "train/threads.h"
 #include "train/trainer.h"
 
 namespace tf::tools {
@@ -45,6 +46,7 @@ void add_sample_command(CLI::App& app, int& exit_code) {
     train::LoadedRun loaded = train::load_checkpoint(train::checkpoint_argument(checkpoint), overrides);
     const auto* gpt = dynamic_cast<const layers::Gpt*>(loaded.run.model.get());
     TF_CHECK_INPUT(gpt, checkpoint, ": sampling needs a GPT checkpoint; this one holds a BERT (try `tapeformer eval`)");
+    train::configure_decode_threads(layers::count_parameters(gpt->parameters()));  // unless --threads or OMP_NUM_THREADS chose
     std::vector<int32_t> generated;
     const std::vector<int32_t> prompt_ids = loaded.run.tokenizer->encode(prompt);
     if (const int64_t unknown = loaded.run.tokenizer->count_unknown(prompt_ids))

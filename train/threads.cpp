@@ -15,10 +15,25 @@
 // docs/performance.md), so `sample` spins 10,000. libgomp reads both variables once, when it
 // loads, before main() runs: so we set the variable and re-execute ourselves once. A user who sets
 // either variable keeps their choice.
+//
+// Note [decode threads]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A token of batch-1 decoding is ~25 small parallel regions with serial work between them. Measured
+// with `sample --tokens 500 --timing` on 2 cores (AVX-512 Xeon, docs/performance.md, "Decoding
+// threads"): on a quiet machine 2 threads decode 0.98x as fast as 1 for a 112k-parameter model and
+// 1.6-2.0x for 0.86M to 27M; beside one busy process 2 threads are 2-5x slower than 1 at every
+// size, since each region waits for the thread the other process has descheduled. So the default
+// is one thread below kParallelDecodeParameters (between the two sizes measured) and otherwise one
+// per physical core that other processes leave free: /proc/loadavg's count of runnable threads
+// (this one included), the least of five readings 2 ms apart, tells how many are busy now.
 #include "train/threads.h"
 
 #include <omp.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <cstdlib>
 #include <cstring>
@@ -45,9 +60,34 @@ int physical_cores() {
 }
 }  // namespace
 
+namespace {
+bool g_count_chosen = false;  // by --threads, train.threads or OMP_NUM_THREADS
+}  // namespace
+
 int configure_threads(int64_t requested) {
+  g_count_chosen = requested > 0 || std::getenv("OMP_NUM_THREADS") != nullptr;
   if (std::getenv("OMP_NUM_THREADS") == nullptr) omp_set_num_threads(requested > 0 ? static_cast<int>(requested) : physical_cores());
   return omp_get_max_threads();
+}
+
+int other_runnable_threads() {
+  int least = -1;
+  for (int reading = 0; reading < 5; ++reading) {
+    if (reading > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::ifstream loadavg("/proc/loadavg");
+    double one, five, fifteen;
+    int running = 0;
+    if (!(loadavg >> one >> five >> fifteen >> running)) return 0;  // "0.52 0.58 0.59 3/250 12345"
+    least = least < 0 ? running : std::min(least, running);
+  }
+  return std::max(0, least - 1);
+}
+
+int configure_decode_threads(int64_t parameters) {
+  if (g_count_chosen) return omp_get_max_threads();
+  const int threads = parameters < kParallelDecodeParameters ? 1 : std::max(1, physical_cores() - other_runnable_threads());
+  omp_set_num_threads(threads);
+  return threads;
 }
 
 std::string threads_origin(int64_t requested) {

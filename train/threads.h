@@ -13,6 +13,15 @@ namespace tf::train {
 // Sets OpenMP's thread count: `requested` when positive, else the physical cores; OMP_NUM_THREADS
 // wins when set. Returns the count.
 int configure_threads(int64_t requested);
+// Decoding one sequence (sample) at the default thread count (Note [decode threads] in threads.cpp):
+// one thread for a model below kParallelDecodeParameters parameters, else the physical cores that
+// other processes leave free (at least one). A count the user chose (--threads, OMP_NUM_THREADS) is
+// kept. Returns the count.
+constexpr int64_t kParallelDecodeParameters = 300000;
+int configure_decode_threads(int64_t parameters);
+// Other processes' runnable threads now, from /proc/loadavg (0 when it cannot be read).
+int other_runnable_threads();
+
 // Where the thread count came from, for the banner: " (OMP_NUM_THREADS=4, overriding train.threads)",
 // " (train.threads)", or "" (the physical cores).
 std::string threads_origin(int64_t requested);

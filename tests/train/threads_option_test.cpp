@@ -61,6 +61,15 @@ TEST_F(ThreadsOption, SetsTheCountAndTheFiguresDoNotDependOnIt) {
     tokens[threads - 1] = o.out;
   }
   EXPECT_EQ(tokens[0], tokens[1]) << "greedy decoding at 1 and 2 threads";
+  // Without --threads, a model this small decodes on one thread (Note [decode threads]).
+  const auto o = run({"sample", gpt.string(), "--prompt", "the ", "--tokens", "12", "--temperature", "0", "--timing"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.err, m, timing)) << o.err;
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    EXPECT_EQ(std::stoi(m[1]), 1);
+  }
+  EXPECT_EQ(o.out, tokens[0]);
   const std::regex loss(R"("loss": ([-0-9.eE+]+))");
   double losses[2];
   for (int threads : {1, 2}) {
