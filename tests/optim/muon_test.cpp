@@ -254,7 +254,8 @@ TEST_P(MuonByDtype, TwoStepsEqualTheFormulaThroughTheSvd) {
     opt.step();
     const double tol = dtype == DType::f64 ? 1e-12 : 2e-6;
     EXPECT_LT(max_abs_diff(expected, w.param.to_vector()), tol) << "step " << t + 1;
-    const ParamState& s = opt.state().params.at(w.name);
+    const OptimizerState state = opt.state();  // by value: a reference into it would dangle
+    const ParamState& s = state.params.at(w.name);
     ASSERT_EQ(s.slots.size(), 1u);
     EXPECT_LT(max_abs_diff(buffer, s.slots.at("momentum_buffer").to_vector()), tol * 1e-2);
   }
