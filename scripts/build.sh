@@ -13,5 +13,9 @@ while [[ "${1:-}" == "--target" ]]; do
   shift 2
 done
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build "$build" -j "$(nproc)" "${targets[@]}" 2>&1 | grep -Ev '^\[|^-- |Scanning|Consolidate|Built target' || true
-test "${PIPESTATUS[0]}" -eq 0
+# The filter's status is not the build's: with pipefail a failed build fails the pipeline, and
+# PIPESTATUS then tells which side failed (grep also fails when it prints nothing).
+status=0
+cmake --build "$build" -j "$(nproc)" "${targets[@]}" 2>&1 | grep -Ev '^\[|^-- |Scanning|Consolidate|Built target' ||
+  status="${PIPESTATUS[0]}"
+exit "$status"
