@@ -87,7 +87,7 @@ struct RandomBatches {
       data::MaskedLmTokens tokens;
       tokens.pad = kPad, tokens.mask = kMask, tokens.cls = kCls, tokens.sep = kSep;
       tokens.vocab_size = kVocab;
-      masked = std::make_unique<data::MaskedLmBatcher>(std::move(ids), b.batch, b.seq, seed + 1, tokens, 0.15);
+      masked = std::make_unique<data::MaskedLmBatcher>(std::move(ids), b.batch, b.seq, seed + 1, tokens, data::MaskingOptions{});
     } else {
       causal = std::make_unique<data::CausalBatcher>(std::move(ids), b.batch, b.seq, seed + 1);
     }

@@ -2,6 +2,8 @@
 #include "data/batcher.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 
 #include "framework/error.h"
 
@@ -90,12 +92,19 @@ MaskedLmTokens MaskedLmTokens::from(const Tokenizer& tokenizer) {
 }
 
 MaskedLmBatcher::MaskedLmBatcher(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed,
-                                 MaskedLmTokens tokens, double mask_prob)
+                                 MaskedLmTokens tokens, MaskingOptions masking)
     : ids_(std::move(ids)), batch_(batch), seq_len_(seq_len), seed_(seed), sequential_(false),
-      tokens_(std::move(tokens)), mask_prob_(mask_prob), rng_(seed) {
+      tokens_(std::move(tokens)), masking_(masking), rng_(seed) {
   TF_CHECK_INPUT(batch > 0 && seq_len >= 3, "MaskedLmBatcher: need batch > 0 and seq_len >= 3 ([CLS] x [SEP]), got ",
                  batch, " and ", seq_len);
-  TF_CHECK_INPUT(mask_prob > 0 && mask_prob <= 1, "MaskedLmBatcher: mask_prob must be in (0, 1], got ", mask_prob);
+  const MaskingOptions& m = masking_;
+  TF_CHECK_INPUT(m.prob > 0 && m.prob <= 1, "MaskedLmBatcher: mask_prob must be in (0, 1], got ", m.prob);
+  TF_CHECK_INPUT(m.mask_replace_prob >= 0 && m.random_replace_prob >= 0 &&
+                     m.mask_replace_prob + m.random_replace_prob <= 1 + 1e-12,
+                 "MaskedLmBatcher: mask_replace_prob and random_replace_prob must be at least 0 and add up to at "
+                 "most 1, got ", m.mask_replace_prob, " and ", m.random_replace_prob);
+  TF_CHECK_INPUT(m.span >= 1 && m.span <= kMaxMaskSpan, "MaskedLmBatcher: mask_span must be in [1, ", kMaxMaskSpan,
+                 "], got ", m.span);
   TF_CHECK_INPUT(!ids_.empty(), "MaskedLmBatcher: no tokens");
   const int32_t V = tokens_.vocab_size;
   is_special_.assign(V, false);
@@ -115,8 +124,8 @@ MaskedLmBatcher::MaskedLmBatcher(Tokens ids, int64_t batch, int64_t seq_len, uin
 }
 
 MaskedLmBatcher MaskedLmBatcher::sequential(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed,
-                                            MaskedLmTokens tokens, double mask_prob) {
-  MaskedLmBatcher m(std::move(ids), batch, seq_len, seed, std::move(tokens), mask_prob);
+                                            MaskedLmTokens tokens, MaskingOptions masking) {
+  MaskedLmBatcher m(std::move(ids), batch, seq_len, seed, std::move(tokens), masking);
   m.sequential_ = true;
   return m;
 }
@@ -150,15 +159,51 @@ void MaskedLmBatcher::fill_row(int64_t b, int64_t start, int64_t length, std::ve
   for (int64_t t = 1; t <= length; ++t)
     if (!is_special_[in[t]]) candidates.push_back(t);
   std::vector<int64_t> chosen;
+  std::vector<size_t> span_begin;
+  if (masking_.span > 1) choose_spans(candidates, chosen, span_begin);
+  else choose_positions(candidates, chosen, span_begin);
+  const double random_below = masking_.mask_replace_prob + masking_.random_replace_prob;
+  for (size_t s = 0; s < span_begin.size(); ++s) {
+    const double u = rng_.uniform();  // one draw for the whole span
+    const size_t end = s + 1 < span_begin.size() ? span_begin[s + 1] : chosen.size();
+    for (size_t k = span_begin[s]; k < end; ++k) {
+      const int64_t t = chosen[k];
+      tgt[t] = in[t];
+      if (u < masking_.mask_replace_prob) in[t] = tokens_.mask;
+      else if (u < random_below) in[t] = ordinary_[rng_.uniform_int(static_cast<int64_t>(ordinary_.size()))];
+      // else: the token stays, and is still predicted
+    }
+  }
+}
+
+void MaskedLmBatcher::choose_positions(const std::vector<int64_t>& candidates, std::vector<int64_t>& chosen,
+                                       std::vector<size_t>& span_begin) {
   for (const int64_t t : candidates)
-    if (rng_.uniform() < mask_prob_) chosen.push_back(t);
+    if (rng_.uniform() < masking_.prob) chosen.push_back(t);
   if (chosen.empty() && !candidates.empty()) chosen.push_back(candidates[rng_.uniform_int(candidates.size())]);
-  for (const int64_t t : chosen) {
-    tgt[t] = in[t];
-    const double u = rng_.uniform();
-    if (u < 0.8) in[t] = tokens_.mask;
-    else if (u < 0.9) in[t] = ordinary_[rng_.uniform_int(static_cast<int64_t>(ordinary_.size()))];
-    // else: the token stays, and is still predicted
+  span_begin.resize(chosen.size());
+  std::iota(span_begin.begin(), span_begin.end(), size_t{0});
+}
+
+void MaskedLmBatcher::choose_spans(const std::vector<int64_t>& candidates, std::vector<int64_t>& chosen,
+                                   std::vector<size_t>& span_begin) {
+  const auto n = static_cast<int64_t>(candidates.size());
+  if (n == 0) return;
+  const int64_t budget = std::max<int64_t>(1, std::llround(masking_.prob * static_cast<double>(n)));
+  std::vector<bool> taken(n, false);
+  const double stop = 1 / masking_.span;  // geometric on {1, 2, ...}: P(length = l) = (1 - stop)^(l - 1) stop
+  for (int64_t count = 0; count < budget;) {
+    int64_t length = 1;
+    while (length < kMaxMaskSpan && rng_.uniform() >= stop) ++length;
+    const int64_t start = rng_.uniform_int(n);
+    const size_t first = chosen.size();
+    for (int64_t i = start; i < std::min(n, start + length); ++i)
+      if (!taken[i]) {  // a span over positions already chosen takes only the new ones
+        taken[i] = true;
+        chosen.push_back(candidates[i]);
+        ++count;
+      }
+    if (chosen.size() > first) span_begin.push_back(first);
   }
 }
 

@@ -84,19 +84,31 @@ struct MaskedLmBatch {
   Tensor attention_mask;  // (B, T) f32: 1 for real tokens (with [CLS], [SEP]), 0 for [PAD]
 };
 
-// BERT's masked-LM corruption (Devlin et al. 2019, section 3.1 and appendix A.1): each non-special
-// position is chosen with probability mask_prob (0.15); a chosen token becomes [MASK] 80% of the
-// time, a random non-special token 10%, and stays unchanged 10%; the loss predicts the original.
-// A row in which no position was chosen gets one chosen uniformly, so every row has a target.
+// How a masked LM corrupts its input; the defaults are BERT's (Devlin et al. 2019, section 3.1 and
+// appendix A.1). Each non-special position is chosen with probability `prob`; a chosen token becomes
+// [MASK] with probability mask_replace_prob, a random non-special token with random_replace_prob, and
+// otherwise stays; the loss predicts the original. A row in which no position was chosen gets one
+// chosen uniformly, so every row has a target.
+// span > 1 chooses spans instead (SpanBERT, Joshi et al. 2020, section 3.1): lengths geometric with
+// mean `span`, capped at kMaxMaskSpan, at uniform starts until a share `prob` of the row's ordinary
+// tokens is chosen; a span is corrupted as a whole (one draw of [MASK] / random / kept).
+struct MaskingOptions {
+  double prob = 0.15;
+  double mask_replace_prob = 0.8;
+  double random_replace_prob = 0.1;
+  double span = 1;  // mean span length before the cap; 1: positions chosen independently
+};
+inline constexpr int64_t kMaxMaskSpan = 10;  // SpanBERT's cap
+
 class MaskedLmBatcher {
  public:
   // Random windows of T - 2 contiguous tokens (the whole text, padded, when it is shorter).
   MaskedLmBatcher(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed, MaskedLmTokens tokens,
-                  double mask_prob = 0.15);
+                  MaskingOptions masking = {});
   // Consecutive windows of T - 2 tokens in order (the last one padded, the last batch possibly
   // smaller); masks are drawn from `seed` afresh at each rewind, so every pass is identical.
   static MaskedLmBatcher sequential(Tokens ids, int64_t batch, int64_t seq_len, uint64_t seed,
-                                    MaskedLmTokens tokens, double mask_prob = 0.15);
+                                    MaskedLmTokens tokens, MaskingOptions masking = {});
 
   MaskedLmBatch next();
   bool done() const;
@@ -112,12 +124,17 @@ class MaskedLmBatcher {
   // Fills row `b` from ids_[start .. start + length) and masks it.
   void fill_row(int64_t b, int64_t start, int64_t length, std::vector<int32_t>& inputs,
                 std::vector<int32_t>& targets, std::vector<double>& attention);
+  // The positions to predict, grouped into spans: chosen[span_begin[s] .. span_begin[s + 1]).
+  void choose_positions(const std::vector<int64_t>& candidates, std::vector<int64_t>& chosen,
+                        std::vector<size_t>& span_begin);
+  void choose_spans(const std::vector<int64_t>& candidates, std::vector<int64_t>& chosen,
+                    std::vector<size_t>& span_begin);
   Tokens ids_;
   int64_t batch_, seq_len_;
   uint64_t seed_;
   bool sequential_;
   MaskedLmTokens tokens_;
-  double mask_prob_;
+  MaskingOptions masking_;
   std::vector<bool> is_special_;  // by id
   std::vector<int32_t> ordinary_;  // the ids a random replacement is drawn from
   Rng rng_;

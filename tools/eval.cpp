@@ -1,6 +1,7 @@
 // `tapeformer eval CKPT [--text FILE]`: loss, perplexity, bits/char or masked-token accuracy.
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "tools/commands.h"
 #include "train/evaluate.h"
@@ -12,9 +13,14 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint on the validation split or a text");
   static CheckpointTextArgs args;
   static int64_t batches = 0;
+  static std::optional<double> mask_prob;
   add_checkpoint_text_options(*cmd, args, "evaluate on");
   cmd->add_option("--batches", batches, "Evaluate at most this many batches; 0: the whole text")
       ->check(integer_in(0, int64_t{1} << 40));
+  cmd->add_option("--mask-prob", mask_prob,
+                  "BERT: the share of positions masked for evaluation (default: the recipe's data.mask_prob); "
+                  "to compare runs trained at different rates on one task")
+      ->check(CLI::Range(1e-9, 1.0));
   cmd->callback([&exit_code] {
     CheckpointText input = load_checkpoint_text(args);
     const std::string& file = input.file;
@@ -43,8 +49,10 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       for (const auto& [key, value] : extras) std::printf(", \"%s\": %s", key, train::json_number(value).c_str());
       std::printf("}\n");
     };
+    TF_CHECK_INPUT(!mask_prob || r.model.arch == layers::Architecture::bert, "--mask-prob: ", file,
+                   " is a GPT, which masks nothing; drop the option");
     if (r.model.arch == layers::Architecture::bert) {
-      auto batcher = train::masked_eval_batcher(run, std::move(ids));
+      auto batcher = train::masked_eval_batcher(run, std::move(ids), mask_prob);
       const train::EvalResult e = train::evaluate_masked(*run.model, batcher, batches);
       const train::MaskedBaselines base = train::masked_baselines(batcher, batches);
       if (args.json) {

@@ -239,6 +239,15 @@ class Binder {
     check(m.arch != layers::Architecture::gpt || r.sample.tokens == 0 || !r.sample.prompt.empty(), "sample.prompt",
           "sample.prompt is empty: the sample printed after training continues it; give it some text, or set "
           "sample.tokens: 0", {"sample.tokens", "model.arch"});
+    const auto shortest = [](double v) {
+      char buf[32];
+      return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+    };
+    check(r.data.mask_replace_prob + r.data.random_replace_prob <= 1 + 1e-12, "data.random_replace_prob",
+          "data.mask_replace_prob (" + shortest(r.data.mask_replace_prob) + ") and data.random_replace_prob (" +
+              shortest(r.data.random_replace_prob) + ") add up to more than 1: they are shares of the chosen "
+              "positions, and the rest keep their token",
+          {"data.mask_replace_prob"});
     check(m.n_segments == 0, "model.n_segments",
           "model.n_segments must be 0: segment (token type) embeddings need sentence-pair batches with segment ids, "
           "which no batcher makes, so the table would never be used or trained");

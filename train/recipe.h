@@ -38,6 +38,9 @@ struct DataConfig {
   int64_t seq_len = 128;             // tokens per training window
   std::string cache_dir;             // the token shards; "": <root>/shards
   double mask_prob = 0.15;           // BERT: fraction of positions chosen for prediction
+  double mask_span = 1;              // BERT: mean span length (SpanBERT); 1: positions chosen independently
+  double mask_replace_prob = 0.8;    // BERT: of the chosen, the share shown as [MASK]
+  double random_replace_prob = 0.1;  // BERT: of the chosen, the share shown as a random token; the rest stay
 
   // The folders above with their defaults filled in (data/root.h).
   std::filesystem::path root_folder() const;

@@ -286,6 +286,9 @@ std::vector<Field> run_fields() {
       text("data.cache_dir", "folder of the prepared token shards (docs/data.md); empty: <data root>/shards; deleting it costs one preparation", REF(data.cache_dir)),
       text("data.brown_dir", "corpus brown: the folder setup fills (raw documents in <brown_dir>/raw; the split is written beside them); empty: <data root>/brown", REF(data.brown_dir)),
       number("data.mask_prob", "BERT: fraction of positions chosen for prediction", REF(data.mask_prob), 0.0, 1.0, true),
+      number("data.mask_span", "BERT: mean length of a chosen span (SpanBERT: geometric, capped at 10); 1: positions chosen independently", REF(data.mask_span), 1.0, 10.0),
+      number("data.mask_replace_prob", "BERT: of the chosen positions, the share shown as [MASK]", REF(data.mask_replace_prob), 0.0, 1.0),
+      number("data.random_replace_prob", "BERT: of the chosen positions, the share shown as a random token (the rest are kept); with mask_replace_prob at most 1", REF(data.random_replace_prob), 0.0, 1.0),
 
       choice("optim.name", "optimizer", REF(optim.name), same_names<std::string>(optim::optimizer_names())),
       number("optim.lr", "peak learning rate", REF(optim.lr), 0.0, 10.0, true),

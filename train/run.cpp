@@ -80,9 +80,13 @@ Batches::Batches(const Recipe& r, const data::Tokenizer& tokenizer, data::Tokens
   const int64_t b = r.train.batch_size, t = r.data.seq_len;
   if (r.model.arch == layers::Architecture::bert) {
     const auto tokens = data::MaskedLmTokens::from(tokenizer);
+    const data::MaskingOptions masking{.prob = r.data.mask_prob,
+                                       .mask_replace_prob = r.data.mask_replace_prob,
+                                       .random_replace_prob = r.data.random_replace_prob,
+                                       .span = r.data.mask_span};
     masked_ = std::make_unique<data::MaskedLmBatcher>(
-        sequential ? data::MaskedLmBatcher::sequential(std::move(ids), b, t, seed, tokens, r.data.mask_prob)
-                   : data::MaskedLmBatcher(std::move(ids), b, t, seed, tokens, r.data.mask_prob));
+        sequential ? data::MaskedLmBatcher::sequential(std::move(ids), b, t, seed, tokens, masking)
+                   : data::MaskedLmBatcher(std::move(ids), b, t, seed, tokens, masking));
   } else {
     TF_CHECK_INPUT(ids.size() > t, "the text has ", ids.size(),
                    " tokens, too few for windows of data.seq_len + 1 = ", t + 1);
@@ -176,11 +180,15 @@ data::CausalBatcher causal_eval_batcher(const Run& run, data::Tokens ids) {
   return data::CausalBatcher::sequential(std::move(ids), run.recipe.train.batch_size, run.recipe.data.seq_len);
 }
 
-data::MaskedLmBatcher masked_eval_batcher(const Run& run, data::Tokens ids) {
+// Note [evaluation masking]: evaluation corrupts as BERT does (independent positions, 80% [MASK],
+// 10% random, 10% kept) whatever the recipe trains with, so that runs trained with different spans
+// or shares are scored on the same task; only the rate follows the recipe (or `mask_prob`).
+data::MaskedLmBatcher masked_eval_batcher(const Run& run, data::Tokens ids, std::optional<double> mask_prob) {
   const Recipe& r = run.recipe;
   return data::MaskedLmBatcher::sequential(std::move(ids), r.train.batch_size, r.data.seq_len,
                                            static_cast<uint64_t>(r.train.seed) + 1,
-                                           data::MaskedLmTokens::from(*run.tokenizer), r.data.mask_prob);
+                                           data::MaskedLmTokens::from(*run.tokenizer),
+                                           {.prob = mask_prob.value_or(r.data.mask_prob)});
 }
 
 }  // namespace tf::train

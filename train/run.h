@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,8 +103,9 @@ SampleOptions recipe_sample_options(const Recipe& recipe);
 
 // The batches every evaluation of the run reads (training's validation, `tapeformer eval`, `tapeformer
 // heads`): consecutive windows of data.seq_len, train.batch_size at a time; BERT's masking drawn from
-// train.seed + 1, so each of them masks the same positions.
+// train.seed + 1, so each of them masks the same positions; BERT's own corruption at data.mask_prob
+// (or `mask_prob`) whatever the recipe trains with (Note [evaluation masking], run.cpp).
 data::CausalBatcher causal_eval_batcher(const Run& run, data::Tokens ids);
-data::MaskedLmBatcher masked_eval_batcher(const Run& run, data::Tokens ids);
+data::MaskedLmBatcher masked_eval_batcher(const Run& run, data::Tokens ids, std::optional<double> mask_prob = {});
 
 }  // namespace tf::train

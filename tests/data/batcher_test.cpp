@@ -1,14 +1,18 @@
 // Batchers: contiguous windows, shifted targets, BERT masking proportions within binomial bounds,
+// BERT's loop bit for bit at the defaults, SpanBERT's spans,
 // specials never chosen, sequential evaluation passes, and exact resumption from saved state.
 #include "data/batcher.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "data/char_tokenizer.h"
 #include "framework/error.h"
+#include "framework/random.h"
 
 namespace tf::data {
 namespace {
@@ -216,6 +220,113 @@ TEST(MaskedLmBatcher, RestoredStateGivesTheSameNextBatch) {
   const MaskedLmBatch got = resumed.next();
   EXPECT_TRUE(same_ids(got.inputs, expected.inputs));
   EXPECT_TRUE(same_ids(got.targets, expected.targets));
+}
+
+TEST(MaskedLmBatcher, ReplacementSharesFollowTheOptions) {
+  const int64_t B = 32, T = 130, L = T - 2;
+  MaskedLmBatcher batcher(cyclic_ids(5000), B, T, 6, test_tokens(),
+                          {.prob = 0.3, .mask_replace_prob = 0.5, .random_replace_prob = 0.3});
+  MaskCounts counts;
+  for (int step = 0; step < 30; ++step) {
+    const MaskedLmBatch batch = batcher.next();
+    for (int64_t b = 0; b < B; ++b) check_row(batch, b, L, counts);
+  }
+  expect_binomial(counts.chosen, counts.candidates, 0.3, "chosen");
+  expect_binomial(counts.as_mask, counts.chosen, 0.5, "[MASK]");
+  expect_binomial(counts.as_random, counts.chosen, 0.3 * 94.0 / 95.0, "random");
+  expect_binomial(counts.unchanged, counts.chosen, 0.2 + 0.3 / 95.0, "unchanged");
+}
+
+// BERT's loop written out (Devlin et al. 2019, appendix A.1), the draws in the batcher's order: the
+// default options must mask exactly as this does, so runs and checkpoints made before the options
+// existed resume and evaluate unchanged.
+TEST(MaskedLmBatcher, DefaultOptionsDrawAsBertsLoop) {
+  const int64_t B = 4, T = 40, L = T - 2;
+  const std::vector<int32_t> ids = cyclic_ids(3000);
+  MaskedLmBatcher batcher(ids, B, T, 17, test_tokens());
+  Rng rng(17);
+  std::vector<int32_t> ordinary;
+  for (int32_t id = 1; id < 96; ++id) ordinary.push_back(id);
+  for (int step = 0; step < 5; ++step) {
+    const MaskedLmBatch batch = batcher.next();
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t start = rng.uniform_int(static_cast<int64_t>(ids.size()) - L + 1);
+      std::vector<int32_t> in(ids.begin() + start, ids.begin() + start + L), tgt(L, kIgnoreIndex);
+      std::vector<int64_t> chosen;
+      for (int64_t t = 0; t < L; ++t)
+        if (!special(in[t]) && rng.uniform() < 0.15) chosen.push_back(t);
+      ASSERT_FALSE(chosen.empty());  // the fallback draw never happens with these sizes and seed
+      for (const int64_t t : chosen) {
+        tgt[t] = in[t];
+        const double u = rng.uniform();
+        if (u < 0.8) in[t] = 97;
+        else if (u < 0.9) in[t] = ordinary[rng.uniform_int(static_cast<int64_t>(ordinary.size()))];
+      }
+      for (int64_t t = 0; t < L; ++t) {
+        ASSERT_EQ(at(batch.inputs, b, t + 1), in[t]) << "step " << step << " row " << b << " position " << t;
+        ASSERT_EQ(at(batch.targets, b, t + 1), tgt[t]) << "step " << step << " row " << b << " position " << t;
+      }
+    }
+  }
+}
+
+// Maximal runs of chosen positions in a row: (first position, length).
+std::vector<std::pair<int64_t, int64_t>> chosen_runs(const MaskedLmBatch& batch, int64_t b) {
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (int64_t t = 0; t < batch.targets.dim(1); ++t) {
+    if (at(batch.targets, b, t) == kIgnoreIndex) continue;
+    if (!runs.empty() && runs.back().first + runs.back().second == t) ++runs.back().second;
+    else runs.push_back({t, 1});
+  }
+  return runs;
+}
+
+TEST(MaskedLmBatcher, SpansReachTheShareWithGeometricLengthsAndOneCorruptionEach) {
+  // Sparse spans (2% of 1,000 positions) rarely touch, so a maximal run is one span. Lengths
+  // geometric with mean 3, capped at 10: E = sum_{l=0}^{9} (2/3)^l = 3 (1 - (2/3)^10) = 2.948.
+  const int64_t B = 16, T = 1002, L = T - 2;
+  MaskedLmBatcher batcher(cyclic_ids(20000), B, T, 8, test_tokens(),
+                          {.prob = 0.02, .mask_replace_prob = 0.5, .random_replace_prob = 0.0, .span = 3});
+  int64_t runs = 0, run_length = 0, longest = 0, multi = 0, mixed = 0;
+  for (int step = 0; step < 25; ++step) {
+    const MaskedLmBatch batch = batcher.next();
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t candidates = 0, chosen = 0;
+      for (int64_t t = 1; t <= L; ++t) {
+        candidates += !special(at(batch.targets, b, t) != kIgnoreIndex ? at(batch.targets, b, t) : at(batch.inputs, b, t));
+        chosen += at(batch.targets, b, t) != kIgnoreIndex;
+      }
+      const int64_t budget = std::llround(0.02 * static_cast<double>(candidates));
+      EXPECT_GE(chosen, budget);  // spans are added until the share is reached ...
+      EXPECT_LT(chosen, budget + kMaxMaskSpan);  // ... and the last one overshoots by less than a span
+      for (const auto& [first, length] : chosen_runs(batch, b)) {
+        ++runs;
+        run_length += length;
+        longest = std::max(longest, length);
+        if (length < 2) continue;
+        ++multi;
+        bool any_mask = false, any_kept = false;
+        for (int64_t t = first; t < first + length; ++t) (at(batch.inputs, b, t) == 97 ? any_mask : any_kept) = true;
+        mixed += any_mask && any_kept;
+      }
+    }
+  }
+  ASSERT_GT(runs, 1500);
+  EXPECT_NEAR(static_cast<double>(run_length) / static_cast<double>(runs), 2.948, 0.3);
+  EXPECT_LE(longest, 2 * kMaxMaskSpan);  // two capped spans side by side at most, in practice
+  // One draw per span: a run of two or more is all [MASK] or all kept, save where spans touched
+  // (drawn independently, half of those runs would mix).
+  EXPECT_LT(static_cast<double>(mixed) / static_cast<double>(multi), 0.1) << mixed << " of " << multi;
+}
+
+TEST(MaskedLmBatcher, BadMaskingOptionsAreInputErrors) {
+  const auto make = [](MaskingOptions m) { return MaskedLmBatcher(cyclic_ids(100), 1, 10, 0, test_tokens(), m); };
+  EXPECT_THROW(make({.prob = 0}), InputError);
+  EXPECT_THROW(make({.mask_replace_prob = 0.95, .random_replace_prob = 0.1}), InputError);
+  EXPECT_THROW(make({.mask_replace_prob = -0.1}), InputError);
+  EXPECT_THROW(make({.span = 0.5}), InputError);
+  EXPECT_THROW(make({.span = 11}), InputError);
+  EXPECT_NO_THROW(make({.prob = 1, .mask_replace_prob = 1, .random_replace_prob = 0, .span = 10}));
 }
 
 TEST(MaskedLmBatcher, TokensFromATokenizer) {

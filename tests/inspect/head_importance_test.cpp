@@ -147,7 +147,7 @@ TEST(HeadImportance, BertRawImportanceIsTheMeanAbsoluteDifferenceOverSequences) 
   tokens.pad = 0, tokens.mask = 1, tokens.cls = 2, tokens.sep = 3;
   tokens.vocab_size = kVocab;
   tokens.specials = {0, 1, 2, 3};
-  auto batcher = data::MaskedLmBatcher::sequential(text_ids(), kBatch, kSeqLen, 9, tokens, 0.3);
+  auto batcher = data::MaskedLmBatcher::sequential(text_ids(), kBatch, kSeqLen, 9, tokens, {.prob = 0.3});
   expect_importance_is_mean_abs_difference(*model, batcher);
   EXPECT_EQ(head_importance(*model, batcher, 0).loss, train::evaluate_masked(*model, batcher, 0).loss);
 }

@@ -152,6 +152,42 @@ TEST_F(Everyday, EvalJsonHasEveryFigureAtFullPrecision) {
   EXPECT_GT(j[2].str().size(), 10u) << "full precision, not the table's 4 decimals";
 }
 
+// eval --mask-prob sets the share of masked positions; evaluation masks as BERT does whatever the
+// run trained with (Note [evaluation masking]), so a run trained with SpanBERT's spans is scored on
+// exactly the positions a run without them is.
+TEST_F(Everyday, EvalMaskProbSetsTheShareAndTrainingsSpansDoNotChangeEvaluation) {
+  const auto bert = [&](const fs::path& dir, std::vector<std::string> sets) {
+    sets.insert(sets.begin(), {"eval.interval=0", "train.steps=2", "schedule.warmup_steps=0"});
+    return tf::testing::train_args("tiny_bert", text_, dir, tmp_.path() / "cache", sets);
+  };
+  const fs::path plain = tmp_.path() / "plain", spans = tmp_.path() / "spans";
+  ASSERT_EQ(run(bert(plain, {})).code, 0);
+  const Outcome trained = run(bert(spans, {"data.mask_span=3", "data.mask_replace_prob=1", "data.random_replace_prob=0"}));
+  ASSERT_EQ(trained.code, 0) << trained.err;
+  tf::testing::write_file(tmp_.path() / "eval.txt", tf::testing::english_text(20000, 11));
+  const std::string text = (tmp_.path() / "eval.txt").string();
+  const auto masked = [&](const fs::path& dir, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"eval", dir.string(), "--text", text, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Outcome o = run(args);
+    EXPECT_EQ(o.code, 0) << o.err;
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(o.out, m, std::regex(R"("tokens": (\d+))"))) << o.out;
+    return m.empty() ? 0.0 : std::stod(m[1]);
+  };
+  const double at_default = masked(plain, {}), at_half = masked(plain, {"--mask-prob", "0.5"});
+  EXPECT_EQ(masked(spans, {}), at_default);
+  // About 20,000 characters: 15% and 50% of them, each within a few percent.
+  EXPECT_NEAR(at_half / at_default, 0.5 / 0.15, 0.25) << at_half << " and " << at_default;
+  const Outcome gpt = run({"eval", spans.string(), "--text", text, "--mask-prob", "1.5"});
+  EXPECT_EQ(gpt.code, 2);
+  expect_has(gpt.err, "--mask-prob");
+  ASSERT_EQ(run(train({"train.steps=1", "schedule.warmup_steps=0"})).code, 0);
+  const Outcome on_gpt = run({"eval", dir_.string(), "--text", text, "--mask-prob", "0.3"});
+  EXPECT_EQ(on_gpt.code, 2);
+  expect_has(on_gpt.err, "is a GPT, which masks nothing");
+}
+
 TEST_F(Everyday, VersionIsPrinted) {
   const Outcome o = run({"--version"});
   EXPECT_EQ(o.code, 0);
