@@ -1,9 +1,13 @@
 // report.html; see report.h.
 #include "inspect/report.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <span>
 #include <sstream>
 
 #include "framework/error.h"
@@ -12,6 +16,8 @@
 #include "inspect/training_curves.h"
 #include "layers/models/gpt.h"
 #include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "train/fill_mask.h"
 #include "train/metrics_log.h"
 #include "train/run_folder.h"
 
@@ -57,6 +63,51 @@ std::string figure(double v, const char* format) {
   char text[32];
   std::snprintf(text, sizeof text, format, v);
   return text;
+}
+
+constexpr int64_t kFilledExamples = 5;   // snippets of the validation text with one token masked
+constexpr int64_t kFilledCandidates = 3;  // candidates shown for each
+
+// A BERT's accuracy means little without the baselines it must beat (Note [masked baselines],
+// train/evaluate.cpp), so they come on the same masked positions as the run's own evaluation; then a
+// few tokens of the validation text masked one at a time and filled in as `tapeformer fill` does.
+void write_bert_section(std::ostringstream& html, const train::Run& run, const data::Tokens& val) {
+  const train::Recipe& r = run.recipe;
+  auto batcher = train::masked_eval_batcher(run, val);
+  const train::MaskedBaselines base = train::masked_baselines(batcher, r.eval.batches);
+  html << "<p>Baselines on the same masked positions (" << r.eval.batches << " batches of the validation text): "
+       << figure(base.most_frequent_accuracy, "%.4f") << " always guessing the most frequent token, "
+       << figure(base.own_token_accuracy, "%.4f") << " from the position's own input token alone.</p>\n";
+
+  const data::Tokenizer& tok = *run.tokenizer;
+  const int64_t length = std::min<int64_t>(48, r.model.max_seq_len - 2);
+  html << "<h2>Filled examples</h2>\n<p>Stretches of " << length << " tokens of the validation text, one token in "
+       << "each masked, the model's " << kFilledCandidates << " most probable tokens for it "
+       << "(<code>tapeformer fill RUN --text \"...[MASK]...\"</code>).</p>\n<table><tr><th>text</th><th>original</th>"
+       << "<th>candidates</th></tr>\n";
+  const auto one = [&tok](int32_t id) { return tok.decode(std::span<const int32_t>(&id, 1)); };
+  const auto has_letter = [](const std::string& t) {
+    return std::any_of(t.begin(), t.end(), [](unsigned char c) { return std::isalpha(c); });
+  };
+  int64_t shown = 0, right = 0;
+  for (int64_t e = 0; e < kFilledExamples && (e + 1) * length <= val.size(); ++e) {
+    const std::vector<int32_t> ids = val.slice(e * length, (e + 1) * length).to_vector();
+    int64_t m = length / 2;  // the first token from the middle on that holds a letter: a masked space is dull
+    while (m + 1 < length && !has_letter(one(ids[m]))) ++m;
+    const std::span<const int32_t> all(ids);
+    const std::string before = tok.decode(all.first(m)), original = one(ids[m]), after = tok.decode(all.subspan(m + 1));
+    const train::MaskedText masked = train::read_masked_text(tok, before + std::string(train::kMaskMarker) + after);
+    const train::MaskPrediction p = train::fill_masks(*run.model, masked, kFilledCandidates).at(0);
+    const auto shown_text = [](const std::string& t) { return html_escape(utf8_or_escaped(t)); };
+    html << "<tr class=\"fill\"><td style=\"text-align:left\"><code>" << shown_text(before) << "<b>[MASK]</b>"
+         << shown_text(after) << "</code></td><td><code>" << html_escape(visible_token(original)) << "</code></td><td>";
+    for (const train::FillCandidate& c : p.candidates)
+      html << "<code>" << html_escape(visible_token(one(c.id))) << "</code> " << figure(c.probability, "%.3f") << " ";
+    html << "</td></tr>\n";
+    ++shown;
+    right += !p.candidates.empty() && one(p.candidates[0].id) == original;
+  }
+  html << "</table>\n<p>First guess right in " << right << " of " << shown << ".</p>\n";
 }
 
 }  // namespace
@@ -120,6 +171,15 @@ fs::path write_run_report(const fs::path& run_dir, const fs::path& out_file) {
     html << "<p>No evaluation was logged (eval.interval: 0).</p>\n";
   }
 
+  // The validation shard (prepared now when missing: the same files training reads); without the data,
+  // the report leaves out what needs it.
+  std::optional<data::PreparedCorpus> corpus;
+  try {
+    corpus.emplace(train::prepare_recipe_corpus(r.data, r.model.arch, run.tokenizer.get(), true, nullptr));
+  } catch (const InputError&) {
+  }
+  if (!gpt && corpus) write_bert_section(html, run, corpus->val.tokens);
+
   // A sample, as the run printed it.
   std::string sampled;
   if (gpt && r.sample.tokens > 0) {
@@ -132,14 +192,10 @@ fs::path write_run_report(const fs::path& run_dir, const fs::path& out_file) {
   }
 
   // Attention over the start of the validation text (or the sample, when the data is not here).
-  std::string text;
-  try {
-    // The validation shard's first ids (prepared now when missing: the same files training reads).
-    const data::PreparedCorpus corpus = train::prepare_recipe_corpus(r.data, r.model.arch, run.tokenizer.get(), true, nullptr);
-    const data::Tokens& val = corpus.val.tokens;
+  std::string text = sampled;
+  if (corpus) {
+    const data::Tokens& val = corpus->val.tokens;
     text = run.tokenizer->decode(val.slice(0, std::min<int64_t>(val.size(), 4 * kAttentionTokens)).to_vector());
-  } catch (const InputError&) {
-    text = sampled;
   }
   if (!text.empty()) {
     bool truncated = false;

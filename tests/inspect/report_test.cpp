@@ -138,6 +138,27 @@ TEST_F(Report, TheReportCommandWritesABertRunsReport) {
   EXPECT_NE(html.find("<h2>Attention</h2>"), std::string::npos);
   for (const std::string& image : pictures(html)) EXPECT_TRUE(decodes_as_png(image));
   expect_self_contained(html);
+  EXPECT_NE(html.find("always guessing the most frequent token"), std::string::npos);
+  // Five stretches of the validation text, one token masked in each: the first row's candidates are
+  // what `tapeformer fill` gives for the same text.
+  const std::regex row(R"re(<tr class="fill"><td style="text-align:left"><code>([\s\S]*?)<b>\[MASK\]</b>([\s\S]*?)</code></td><td><code>([\s\S]*?)</code></td><td><code>([\s\S]*?)</code> ([0-9.]+) )re");
+  std::vector<std::smatch> rows(std::sregex_iterator(html.begin(), html.end(), row), std::sregex_iterator());
+  ASSERT_EQ(rows.size(), 5u);
+  const auto unescape = [](std::string t) {
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}})
+      for (size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + 1)) t.replace(at, from.size(), to);
+    return t;
+  };
+  const std::string text = unescape(rows[0][1].str()) + "[MASK]" + unescape(rows[0][2].str());
+  EXPECT_EQ(text.size(), 30u + 5u);  // 30 characters (tiny_bert: max_seq_len 32 less [CLS] and [SEP]), one as "[MASK]"
+  const auto fill = run({"fill", dir.string(), "--text", text, "--top-k", "1"});
+  ASSERT_EQ(fill.code, 0) << fill.err;
+  std::smatch first;
+  ASSERT_TRUE(std::regex_search(fill.out, first, std::regex(R"( +1 +([0-9.]+) +\d+ +(\S+))"))) << fill.out;
+  EXPECT_NEAR(std::stod(first[1]), std::stod(rows[0][5]), 6e-4) << fill.out;
+  EXPECT_EQ(first[2].str(), unescape(rows[0][4].str()));
+  EXPECT_NE(html.find("First guess right in "), std::string::npos);
   // A folder without a run is refused.
   fs::create_directories(tmp_.path() / "nothing");
   EXPECT_EQ(run({"report", (tmp_.path() / "nothing").string()}).code, 2);
