@@ -264,8 +264,8 @@ std::vector<Field> model_fields() {
       boolean("model.bias", "biases in linear layers", REF(model.bias)),
       integer("model.n_segments", "must be 0: BERT segment embeddings need sentence-pair batches, which no batcher makes (kept so older recipes and checkpoints read)", REF(model.n_segments), 0, 16),
       number("model.init_std", "standard deviation of the normal initialisation of weights", REF(model.init_std), 0.0, 1.0, true),
-      boolean("model.zero_init_projections", "start the residual projections (attention, MLP and Mamba outputs) at zero instead of init_std / sqrt(2 n_layers)",
-              REF(model.zero_init_projections)),
+      choice("model.projection_init", "the residual projections (attention, MLP and Mamba outputs): scaled (N(0, init_std / sqrt(2 n_layers)), GPT-2), plain (N(0, init_std), like every other weight) or zero (every block starts as the identity)",
+             REF(model.projection_init), same_names<std::string>({"scaled", "plain", "zero"})),
   };
 }
 

@@ -24,7 +24,9 @@ MixerKind ModelConfig::mixer(int64_t layer) const {
 
 TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
   TransformerBlock::Options b;
-  const double residual_std = zero_init_projections ? 0.0 : init_std / std::sqrt(2.0 * n_layers);
+  const double residual_std = projection_init == "zero"    ? 0.0
+                              : projection_init == "plain" ? init_std
+                                                            : init_std / std::sqrt(2.0 * n_layers);
   b.attn.d_model = d_model;
   b.attn.n_heads = heads(layer);
   b.attn.n_kv_heads = kv_heads(layer);

@@ -62,7 +62,7 @@ struct ModelConfig {
   bool bias = true;            // biases in linear layers
   int64_t n_segments = 0;      // BERT token-type (segment) embeddings; 0 = none
   double init_std = 0.02;
-  bool zero_init_projections = false;  // the residual projections start at zero (see block_options)
+  std::string projection_init = "scaled";  // the residual projections' init: scaled | plain | zero (block_options)
   double final_softcap = 0;    // Gemma 2's cap on the output logits: c tanh(logits / c); 0 = off
 
   // The defaults that depend on other fields, resolved here and only here; layers are given these.
@@ -75,9 +75,10 @@ struct ModelConfig {
   MixerKind mixer(int64_t layer) const;   // the layer's entry of the repeated `mixers` pattern
   int64_t ff_width() const { return d_ff > 0 ? d_ff : 4 * d_model; }          // d_ff, 0 = 4 d_model
   // The block options this config implies; causal for GPT. GPT-2's scaled init of the residual
-  // projections: std = init_std / sqrt(2 n_layers) (Radford et al. 2019, section 2.3); with
-  // zero_init_projections they start at zero, so that every block starts as the identity
-  // (modded-nanogpt's init; Fixup, Zhang et al. 2019, zeroes the last layer of each branch too).
+  // projections: std = init_std / sqrt(2 n_layers) (Radford et al. 2019, section 2.3). projection_init
+  // "plain" draws them like every other weight (init_std); "zero" starts them at zero, so that every
+  // block starts as the identity (modded-nanogpt's init; Fixup, Zhang et al. 2019, zeroes the last
+  // layer of each branch too).
   TransformerBlock::Options block_options(int64_t layer) const;
   // Throws the first of problems(): a ConfigError naming the fields of an inconsistent combination.
   void validate() const;

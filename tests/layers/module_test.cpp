@@ -223,32 +223,37 @@ TEST(ModuleInit, DrawsInTheOrderOfTheTable) {
   }
 }
 
-// model.zero_init_projections: the residual projections (attention's and the MLP's proj, Mamba's
-// out_proj) start at zero; every other parameter is the default init's, bit for bit, since the
-// projections still draw their numbers (multiplied by 0), so the rest of the order is unchanged.
-TEST(ModuleInit, ZeroInitProjectionsZeroesOnlyTheResidualProjections) {
-  for (auto arch : {Architecture::gpt, Architecture::bert}) {
-    ModelConfig c = arch == Architecture::gpt ? gpt_config() : bert_config();
-    if (arch == Architecture::gpt) c.mixers = {MixerKind::attention, MixerKind::mamba};
-    Init plain_init{Rng(3)}, zero_init{Rng(3)};
-    const auto plain = build_model(c, plain_init);
-    c.zero_init_projections = true;
-    const auto zeroed = build_model(c, zero_init);
-    const ParamList a = plain->parameters(), b = zeroed->parameters();
-    ASSERT_EQ(a.size(), b.size());
-    int projections = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      const std::string& n = a[i].name;
-      if (n.ends_with("attn.proj.weight") || n.ends_with("mlp.proj.weight") || n.ends_with("out_proj.weight")) {
-        ++projections;
-        EXPECT_GT(stats(a[i].tensor).std, 0.0) << n;
-        EXPECT_TRUE(all_close(b[i].tensor, Tensor::zeros(b[i].tensor.shape(), b[i].tensor.dtype()), 0, 0)) << n;
-      } else {
-        EXPECT_TRUE(all_close(a[i].tensor, b[i].tensor, 0, 0)) << n;
+// model.projection_init: the residual projections (attention's and the MLP's proj, Mamba's out_proj)
+// start at zero, or at init_std unscaled: sqrt(2 n_layers) times the default's, draw for draw. Every
+// other parameter is the default init's, bit for bit, since the projections still draw their numbers,
+// so the rest of the order is unchanged.
+TEST(ModuleInit, ProjectionInitChangesOnlyTheResidualProjections) {
+  for (const std::string kind : {"zero", "plain"})
+    for (auto arch : {Architecture::gpt, Architecture::bert}) {
+      ModelConfig c = arch == Architecture::gpt ? gpt_config() : bert_config();
+      if (arch == Architecture::gpt) c.mixers = {MixerKind::attention, MixerKind::mamba};
+      Init scaled_init{Rng(3)}, other_init{Rng(3)};
+      const auto scaled = build_model(c, scaled_init);
+      c.projection_init = kind;
+      const auto other = build_model(c, other_init);
+      const ParamList a = scaled->parameters(), b = other->parameters();
+      ASSERT_EQ(a.size(), b.size());
+      const double factor = kind == "zero" ? 0.0 : std::sqrt(2.0 * static_cast<double>(c.n_layers));
+      int projections = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const std::string& n = a[i].name;
+        if (n.ends_with("attn.proj.weight") || n.ends_with("mlp.proj.weight") || n.ends_with("out_proj.weight")) {
+          ++projections;
+          EXPECT_GT(stats(a[i].tensor).std, 0.0) << n;
+          const std::vector<double> from = a[i].tensor.to_vector(), to = b[i].tensor.to_vector();
+          for (size_t k = 0; k < from.size(); ++k)
+            ASSERT_NEAR(to[k], factor * from[k], 1e-6 * std::abs(factor * from[k])) << kind << " " << n << " [" << k << "]";
+        } else {
+          EXPECT_TRUE(all_close(a[i].tensor, b[i].tensor, 0, 0)) << n;
+        }
       }
+      EXPECT_EQ(projections, 2 * c.n_layers) << "every layer has a mixer's and an MLP's projection";
     }
-    EXPECT_EQ(projections, 2 * c.n_layers) << "every layer has a mixer's and an MLP's projection";
-  }
 }
 
 TEST(ModuleInit, SameSeedSameParametersOtherSeedOthers) {

@@ -120,13 +120,13 @@ TEST(Recipes, DocsMentionEveryKey) {
 // scripts/tapeformer_model.py (the PyTorch twin that loads exported models) must know every model
 // key: a field of its ModelConfig (from_dict refuses unknown keys) that the code then reads
 // (cfg.key or self.key: it builds the option, or refuses it by name). A new model option that the
-// twin ignores fails here. model.init_std and model.zero_init_projections alone are exempt: they decide
+// twin ignores fails here. model.init_std and model.projection_init alone are exempt: they decide
 // only how training starts, and the twin runs trained weights.
 TEST(Recipes, ThePythonMirrorHandlesEveryModelKey) {
   const std::string mirror = read_file(source_path("scripts/tapeformer_model.py"));
   std::vector<std::string> missing;
   for (const RecipeKeyDoc& k : recipe_keys()) {
-    if (k.key.rfind("model.", 0) != 0 || k.key == "model.init_std" || k.key == "model.zero_init_projections") continue;
+    if (k.key.rfind("model.", 0) != 0 || k.key == "model.init_std" || k.key == "model.projection_init") continue;
     const std::string name = k.key.substr(6);
     const bool field = std::regex_search(mirror, std::regex("\n    " + name + ": "));
     const bool read = std::regex_search(mirror, std::regex("(cfg|self)\\." + name + "($|[^A-Za-z0-9_])"));
