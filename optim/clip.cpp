@@ -15,16 +15,26 @@ namespace {
 // Elements per block of the deterministic sum: large enough to amortise the OpenMP overhead.
 constexpr int64_t kBlock = 1 << 14;
 
-// Sum of squares of x[0, n) in double, in fixed blocks summed in order.
+// Sum of squares of x[0, n) in double, in fixed blocks summed in order. Within a block, element i
+// goes to lane i % 8 and the lanes are added in order at the end: the same order on every machine
+// and thread count, and eight independent sums the compiler can keep in vector registers (one
+// running sum waits ~4 cycles per element on its own additions: 1.2 ms a step for the demo's
+// 0.8 M parameters).
 template <class T>
 double sum_of_squares(const T* x, int64_t n) {
+  constexpr int kLanes = 8;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   std::pmr::vector<double> partial(blocks, object_pool::allocator<double>());  // (blocks,); pooled: once per parameter per step
 #pragma omp parallel for schedule(static) if (blocks > 1)
   for (int64_t b = 0; b < blocks; ++b) {
+    double lanes[kLanes] = {};
+    const int64_t begin = b * kBlock, end = std::min(n, (b + 1) * kBlock);
+    int64_t i = begin;
+    for (; i + kLanes <= end; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
+    for (int l = 0; i < end; ++i, ++l) lanes[l] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
     double s = 0;
-    for (int64_t i = b * kBlock, end = std::min(n, (b + 1) * kBlock); i < end; ++i)
-      s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    for (double lane : lanes) s += lane;
     partial[b] = s;
   }
   double total = 0;

@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include <omp.h>
+
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
 #include "framework/dist/comm.h"
 #include "framework/ops/elementwise.h"
 #include "optim/clip.h"
 #include "train/sequence_parallel.h"
+#include "train/thread_split.h"
 
 namespace tf::train {
 
@@ -24,6 +27,12 @@ bool all_finite_grads(const Run& run) {
       if (!std::isfinite(d[i])) return false;
   }
   return true;
+}
+
+std::vector<Tensor> parameter_tensors(const Run& run) {
+  std::vector<Tensor> params;
+  for (const auto& p : run.params) params.push_back(p.tensor);
+  return params;
 }
 
 }  // namespace
@@ -54,10 +63,13 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
   if (split && !run.sequence_split)
     run.sequence_split = std::make_shared<SequenceSplit>(split_sequences(run.recipe, comm));
   if (!run.grad_sync) {
-    std::vector<Tensor> params;
-    for (const auto& p : run.params) params.push_back(p.tensor);
     run.grad_sync = std::make_shared<GradientSync>(
-        std::move(params), comm, GradientSync::Options{.fixed_order = run.recipe.train.deterministic});
+        parameter_tensors(run), comm, GradientSync::Options{.fixed_order = run.recipe.train.deterministic});
+  }
+  if (!run.batch_split_chosen) {  // Note [batch-split threads] in train/thread_split.h
+    const int64_t parts = batch_split_parts(run.recipe, omp_get_max_threads(), static_cast<int>(ranks));
+    if (parts > 1) run.batch_split = std::make_shared<BatchSplit>(parameter_tensors(run), parts);
+    run.batch_split_chosen = true;
   }
   double loss_sum = 0;
   for (int64_t micro = 0; micro < accum; ++micro) {
@@ -82,10 +94,15 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
     }
     try {
       run.grad_sync->begin_micro(local, local_count);
-      const Tensor loss = run.model->loss(inputs, targets, batch.key_padding, micro_ctx);
-      loss_sum += loss.item();
       const int64_t parts = accum * (split ? ranks : 1);
-      backward(parts == 1 ? loss : ops::scale(loss, 1.0 / static_cast<double>(parts)));
+      if (run.batch_split) {
+        loss_sum += run.batch_split->run(*run.model, inputs, targets, batch.key_padding, micro_ctx,
+                                         1.0 / static_cast<double>(parts));
+      } else {
+        const Tensor loss = run.model->loss(inputs, targets, batch.key_padding, micro_ctx);
+        loss_sum += loss.item();
+        backward(parts == 1 ? loss : ops::scale(loss, 1.0 / static_cast<double>(parts)));
+      }
       run.grad_sync->end_micro(local, local_count);
     } catch (const Error& e) {
       run.grad_sync->abandon();
@@ -100,14 +117,17 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
   TF_CHECK_INPUT(std::isfinite(result.loss), "step ", run.step + 1, ": the training loss is ", result.loss,
                  "; stopping (no checkpoint of this state is written). Try a lower optim.lr, "
                  "or set train.anomaly: true to find the op");
-  TF_CHECK_INPUT(all_finite_grads(run), "step ", run.step + 1,
-                 ": a gradient is not finite; stopping (no checkpoint of this state is written)");
   {
     profile::Scope scope("clip_grad_norm");
     result.grad_norm = run.recipe.train.grad_clip > 0
                            ? optim::clip_grad_norm(run.optimizer->params(), run.recipe.train.grad_clip)
                            : optim::grad_norm(run.optimizer->params());
   }
+  // The norm is summed in double, where squares of finite floats cannot overflow: a finite norm
+  // means every gradient is finite, and only a non-finite one needs the scan (an f64 gradient's
+  // squares can overflow). Clipping leaves the gradients alone when the norm is not finite.
+  TF_CHECK_INPUT(std::isfinite(result.grad_norm) || all_finite_grads(run), "step ", run.step + 1,
+                 ": a gradient is not finite; stopping (no checkpoint of this state is written)");
   {
     profile::Scope scope("optimizer.step");
     run.optimizer->step();
