@@ -52,12 +52,14 @@ while True:
 """
 
 
-def train_tokens_per_second(binary, recipe, steps, env, folder):
-    """Median-free: the run's own steady tokens/s (from the second step on), read from metrics.jsonl."""
+def train_tokens_per_second(binary, recipe, steps, env, folder, sets=(), launcher=()):
+    """Median-free: the run's own steady tokens/s (from the second step on), read from metrics.jsonl.
+    sets: more --set overrides; launcher: what runs the program (mpirun and its arguments)."""
     shutil.rmtree(folder, ignore_errors=True)
-    args = [binary, "train", recipe, "--set", f"train.steps={steps}", "--set", "eval.interval=0",
-            "--set", "checkpoint.interval=0", "--set", f"checkpoint.dir={folder}", "--set", "sample.tokens=0",
-            "--set", f"log.interval={steps}"]
+    args = [*launcher, binary, "train", recipe]
+    for s in ["train.time_budget=0", f"train.steps={steps}", "eval.interval=0", "checkpoint.interval=0",
+              f"checkpoint.dir={folder}", "sample.tokens=0", f"log.interval={steps}", *sets]:
+        args += ["--set", s]
     subprocess.run(args, env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(folder, "metrics.jsonl")) as f:
         last = [json.loads(line) for line in f][-1]

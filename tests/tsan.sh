@@ -36,7 +36,8 @@ fi
 # (tests/framework/tensor_test.cpp does not compile with clang 14: a lambda captures a structured binding.)
 targets=(framework_activation framework_softmax framework_layer_norm framework_cross_entropy framework_attention
          framework_flash_attention framework_matmul_kernel framework_dropout framework_rope framework_reduce
-         optim_adam optim_sgd optim_clip layers_kv_cache layers_model_invariants train_steady_state)
+         optim_adam optim_sgd optim_clip layers_kv_cache layers_model_invariants train_steady_state
+         framework_private_grads train_thread_split)
 # shellcheck disable=SC2046
 cmake --build "$build" -j2 --target $(printf 'test_%s_test ' "${targets[@]}") >/dev/null
 

@@ -67,6 +67,9 @@ struct TrainConfig {
   int64_t threads = 0;      // 0: physical cores (OMP_NUM_THREADS wins when set)
   bool anomaly = false;     // name the first op producing a non-finite value
   bool deterministic = false;  // the same bits for any thread count (kernels::DeterministicScope)
+  // auto | batch | ops: how the threads share a step, by the batch's rows or within each op
+  // (Note [batch-split threads] in train/thread_split.h); auto splits by rows where it can
+  std::string thread_split = "auto";
   // off, or contiguous / zigzag: under mpirun every rank holds its chunks of every sequence and
   // attention runs round the ring (docs/distributed.md, "Sequence parallel training")
   std::string sequence_parallel = "off";

@@ -326,6 +326,9 @@ std::vector<Field> run_fields() {
       choice("train.recompute", "off, or blocks: each transformer block keeps only its input and runs again during backward "
              "(activation recomputation): the same numbers with less memory, for about a quarter more time per step",
              REF(train.recompute), same_names<std::string>({"off", "blocks"})),
+      choice("train.thread_split", "how the threads share a step: batch (each thread runs forward and backward on its own rows "
+             "of the batch), ops (the threads split each op), or auto: batch, except with train.deterministic, train.anomaly, "
+             "sequence parallel training or more than one rank", REF(train.thread_split), same_names<std::string>({"auto", "batch", "ops"})),
       boolean("train.deterministic", "bit-identical losses and weights for any train.threads (matmuls cut by shape; slower)",
               REF(train.deterministic)),
 

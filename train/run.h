@@ -74,6 +74,8 @@ struct Run {
   int64_t budget_steps = 0;    // the step count train.time_budget fixed (0: not fixed; Note [time budget])
   std::shared_ptr<GradientSync> grad_sync;  // made by the first train_step (train/grad_sync.h)
   std::shared_ptr<struct SequenceSplit> sequence_split;  // train.sequence_parallel: this rank's share
+  std::shared_ptr<class BatchSplit> batch_split;  // made by the first train_step when the threads split rows
+  bool batch_split_chosen = false;                // whether the first train_step has decided
   int64_t total_steps() const { return budget_steps > 0 ? budget_steps : recipe.train.steps; }
 };
 

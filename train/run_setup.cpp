@@ -34,6 +34,7 @@
 #include "train/sample.h"
 #include "train/sequence_parallel.h"
 #include "train/step.h"
+#include "train/thread_split.h"
 #include "train/threads.h"
 
 namespace tf::train {
@@ -73,6 +74,7 @@ void check_token_counts(const Recipe& r, size_t train_tokens, size_t val_tokens)
 // The command line's combinations that make no sense, before anything is read.
 void check_train_options(const Recipe& given, const Recipe& recipe, const TrainOptions& options, int ranks) {
   check_sequence_parallel(recipe, ranks);
+  batch_split_parts(recipe, 1, ranks);  // train.thread_split: batch where it cannot be
   TF_CHECK_INPUT(sequence_parallel(recipe) || recipe.train.grad_accum % ranks == 0,
                  ranks_message(recipe.train.grad_accum, ranks));
   TF_CHECK_INPUT(!(options.resume && options.init_from), "--init-from starts a new run from a checkpoint's weights; "
@@ -178,7 +180,9 @@ void print_run_header(const Run& run, const RunPlan& plan, int threads, int rank
       << plan.parameters << " parameters, vocabulary " << run.recipe.model.vocab_size << ", "
       << (ranks > 1 ? std::to_string(ranks) + " ranks (mpirun) x " : std::string()) << threads
       << (threads == 1 ? " thread" : " threads") << (ranks > 1 ? " each" : "")
-      << threads_origin(run.recipe.train.threads) << ", " << corpus_text << "\n";
+      << threads_origin(run.recipe.train.threads)
+      << (batch_split_parts(run.recipe, threads, ranks) > 1 ? " splitting the batch's rows" : "") << ", " << corpus_text
+      << "\n";
   if (start.resume_from)
     out << (options.branch ? "branching from " : "resuming from ") << start.resume_from->string() << " at step "
         << run.step << (options.branch ? " into " + run.recipe.checkpoint.dir + "/" : std::string()) << "\n";

@@ -18,6 +18,7 @@ struct Entry {
   double seconds = 0;
 };
 bool g_enabled = false;
+thread_local bool g_muted = false;
 Clock g_clock = Clock::wall;
 int64_t g_last_mark_ns = 0;
 std::map<std::pair<std::string, Phase>, Entry>& table() {
@@ -44,7 +45,9 @@ void enable(bool on, Clock clock) {
   g_clock = clock;
   mark();
 }
-bool enabled() { return g_enabled; }
+bool enabled() { return g_enabled && !g_muted; }
+MuteThisThread::MuteThisThread() : previous_(g_muted) { g_muted = true; }
+MuteThisThread::~MuteThisThread() { g_muted = previous_; }
 void reset() { table().clear(); }
 void mark() { g_last_mark_ns = now_ns(); }
 
@@ -81,9 +84,9 @@ std::string report() {
   return out + line;
 }
 
-Scope::Scope(const char* name) : name_(name), start_ns_(g_enabled ? now_ns() : 0) {}
+Scope::Scope(const char* name) : name_(name), start_ns_(enabled() ? now_ns() : 0) {}
 Scope::~Scope() {
-  if (!g_enabled) return;
+  if (!enabled() || start_ns_ == 0) return;
   add(name_, Phase::other, 1e-9 * static_cast<double>(now_ns() - start_ns_));
   mark();  // what follows a scope is not the next op's forward
 }

@@ -41,4 +41,18 @@ class Scope {
 
 int64_t now_ns();
 
+// While alive, this thread's ops and scopes are not profiled (enabled() is false here). The tables
+// are not shared between threads: a batch-split step (train/thread_split.h) profiles its first
+// thread, whose ops stand for the others'.
+class MuteThisThread {
+ public:
+  MuteThisThread();
+  ~MuteThisThread();
+  MuteThisThread(const MuteThisThread&) = delete;
+  MuteThisThread& operator=(const MuteThisThread&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace tf::profile

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "framework/autograd/private_grads.h"
 #include "framework/autograd/profile.h"
 
 namespace tf {
@@ -229,28 +230,28 @@ void accumulate_grad(const Tensor& t, Tensor&& grad) {
   if (!t.defined() || !t.requires_grad()) return;
   check_same_shape("accumulate_grad", t, grad);
   check_backward_gradient(t.shape(), grad);
-  adopt_into_slot(*t.impl().grad_slot, std::move(grad));
+  adopt_into_slot(PrivateGradients::target(*t.impl().grad_slot), std::move(grad));
 }
 
 void accumulate_grad(const Tensor& t, const Tensor& grad) {
   if (!t.defined() || !t.requires_grad()) return;
   check_same_shape("accumulate_grad", t, grad);
   check_backward_gradient(t.shape(), grad);
-  add_to_slot(*t.impl().grad_slot, grad);
+  add_to_slot(PrivateGradients::target(*t.impl().grad_slot), grad);
 }
 
 void accumulate_grad(const GradRef& t, Tensor&& grad) {
   if (!t.requires_grad()) return;
   check_gradient_for(t.shape(), t.dtype(), grad);
   check_backward_gradient(t.shape(), grad);
-  adopt_into_slot(*t.slot(), std::move(grad));
+  adopt_into_slot(PrivateGradients::target(*t.slot()), std::move(grad));
 }
 
 void accumulate_grad(const GradRef& t, const Tensor& grad) {
   if (!t.requires_grad()) return;
   check_gradient_for(t.shape(), t.dtype(), grad);
   check_backward_gradient(t.shape(), grad);
-  add_to_slot(*t.slot(), grad);
+  add_to_slot(PrivateGradients::target(*t.slot()), grad);
 }
 
 }  // namespace tf

@@ -114,11 +114,39 @@ struct OneThread {
   ~OneThread() { omp_set_num_threads(previous); }
 };
 
+// Note [matmuls on a thread of their own]: one call on the calling thread alone, through a primitive
+// planned for one thread (OneThread) from a cache of this thread's own, with its own memory objects
+// and stream, so no lock is taken. For the blocks of the deterministic matmul, and for any call made
+// inside a parallel region (a batch-split step's threads, train/thread_split.h): there the shared
+// cache would hand every thread the same primitive, planned for the whole team, and its lock would
+// make threads that multiply the same shapes at the same moment take turns.
+void matmul_on_this_thread(const MatmulDims& d, int64_t lda, const float* a, const float* b, float* c, const float* bias) {
+  const OneThread one;
+  using Key = std::tuple<MatmulKey, int64_t>;  // the shared cache's key, plus A's stride
+  thread_local std::map<Key, MatmulPrimitive> cache;
+  thread_local dnnl::stream stream(onednn_engine());
+  const Key key{MatmulKey{d.batch, d.m, d.n, d.k, d.trans_a, d.trans_b, d.b_broadcast, d.accumulate, bias != nullptr}, lda};
+  auto [it, inserted] = cache.try_emplace(key);
+  if (inserted) {
+    try {
+      init_matmul(it->second, d, bias != nullptr, lda);
+    } catch (...) {
+      cache.erase(it);
+      throw;
+    }
+  }
+  execute(it->second, a, b, c, bias, stream);
+}
+
 }  // namespace
 
 uint64_t onednn_matmul_calls() { return g_matmul_calls.load(); }
 
 void matmul_onednn(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias) {
+  if (omp_in_parallel()) {  // Note [matmuls on a thread of their own]
+    ++g_matmul_calls;
+    return matmul_on_this_thread(d, 0, a, b, c, bias);
+  }
   static std::mutex mutex;
   static std::map<MatmulKey, MatmulPrimitive> cache;
   const MatmulKey key{d.batch, d.m, d.n, d.k, d.trans_a, d.trans_b, d.b_broadcast, d.accumulate, bias != nullptr};
@@ -149,22 +177,14 @@ void matmul_deterministic(const MatmulDims& d, const float* a, const float* b, f
   std::exception_ptr error;  // an exception must not leave an OpenMP region: kept, thrown after it
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t i = 0; i < blocks; ++i) try {
-    const OneThread one;
-    // Each thread keeps its own primitives and memory objects (no lock between blocks), all
-    // made for one thread; keyed like the shared cache, plus A's stride.
-    using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool, bool, int64_t>;
-    thread_local std::map<Key, MatmulPrimitive> cache;
-    thread_local dnnl::stream stream(onednn_engine());
     const int64_t entry = i / per_matrix, row = (i % per_matrix) * block;
     MatmulDims piece = d;
     piece.batch = 1;
     piece.m = std::min(block, d.m - row);
     const int64_t lda = d.trans_a ? d.m : d.k;
-    auto [it, inserted] = cache.try_emplace(Key{piece.m, d.n, d.k, d.trans_a, d.trans_b, d.accumulate, bias != nullptr, lda});
-    if (inserted) init_matmul(it->second, piece, bias != nullptr, lda);
     const float* a_piece = a + entry * d.m * d.k + (d.trans_a ? row : row * d.k);
     const float* b_piece = b + (d.b_broadcast ? 0 : entry * d.k * d.n);
-    execute(it->second, a_piece, b_piece, c + (entry * d.m + row) * d.n, bias, stream);
+    matmul_on_this_thread(piece, lda, a_piece, b_piece, c + (entry * d.m + row) * d.n, bias);
   } catch (...) {
 #pragma omp critical(tf_matmul_deterministic_error)
     if (!error) error = std::current_exception();

@@ -1,7 +1,12 @@
 // A warm training step allocates no tensor storage and creates no oneDNN primitive: after the
 // first steps every block comes from the storage pool (framework/storage_pool.h) and every matmul
 // from the primitive cache. GPT and BERT, with gradient accumulation, dropout and clipping on.
+// The threads share each op here (train.thread_split: ops). Split by rows, the threads allocate
+// from the one pool at moments that vary from step to step, so the pool grows until it has seen
+// the parts' peaks coincide (up to ~30 blocks more, beside a busy process); what such a step must
+// never do is keep a block past its end, which BatchSplitStepsKeepNothingPastTheirEnd checks.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "framework/kernels/onednn.h"
 #include "framework/storage_pool.h"
@@ -28,7 +33,8 @@ TEST_P(SteadyState, WarmStepsAllocateNothing) {
   const auto text = tmp / "text.txt";
   tf::testing::write_file(text, tf::testing::english_text(4000));
   const Recipe recipe = tf::testing::tiny_recipe(GetParam(), text, tmp / "run", tmp / "cache",
-                                                 {"train.grad_accum=2", "model.dropout=0.1", "train.grad_clip=0.5"});
+                                                 {"train.grad_accum=2", "model.dropout=0.1", "train.grad_clip=0.5",
+                                                  "train.thread_split=ops"});
   data::PreparedCorpus corpus = prepare_recipe_corpus(recipe.data, recipe.model.arch, nullptr, true, nullptr);
   train::Run run = build_run(recipe, std::move(corpus.tokenizer));
   Batches batches(run.recipe, *run.tokenizer, corpus.train.tokens, 1);
@@ -45,6 +51,34 @@ TEST_P(SteadyState, WarmStepsAllocateNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SteadyState, ::testing::Values("tiny_gpt", "tiny_bert"));
+
+// Split by rows on 2 threads (Note [batch-split threads]): between steps the pool holds the same live
+// bytes every time (parameters, their gradients, the optimizer's state), so no part's activation,
+// gradient or private gradient outlives its step, however the threads interleaved.
+TEST(SteadyState, BatchSplitStepsKeepNothingPastTheirEnd) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the storage pool is bypassed under AddressSanitizer";
+#endif
+  const int threads_before = omp_get_max_threads();
+  omp_set_num_threads(2);
+  tf::testing::TempDir tmp;
+  const auto text = tmp / "text.txt";
+  tf::testing::write_file(text, tf::testing::english_text(4000));
+  const Recipe recipe = tf::testing::tiny_recipe("tiny_bert", text, tmp / "run", tmp / "cache",
+                                                 {"train.grad_accum=2", "model.dropout=0.1", "train.thread_split=batch"});
+  data::PreparedCorpus corpus = prepare_recipe_corpus(recipe.data, recipe.model.arch, nullptr, true, nullptr);
+  train::Run run = build_run(recipe, std::move(corpus.tokenizer));
+  Batches batches(run.recipe, *run.tokenizer, corpus.train.tokens, 1);
+  layers::Context ctx{true, &run.dropout_rng, nullptr};
+  for (int i = 0; i < 2; ++i) train_step(run, batches, ctx);
+  ASSERT_TRUE(run.batch_split) << "the step did not split the rows";
+  const size_t live = storage_pool::stats().live_bytes;
+  for (int i = 0; i < 8; ++i) {
+    train_step(run, batches, ctx);
+    EXPECT_EQ(storage_pool::stats().live_bytes, live) << "after warm step " << i + 1;
+  }
+  omp_set_num_threads(threads_before);
+}
 
 TEST(StoragePool, ReusesFreedBlocksOfTheSameClassAndTrimReturnsThem) {
 #if defined(__SANITIZE_ADDRESS__)
