@@ -28,6 +28,12 @@ struct Dims {
   int64_t aug() const { return value_dim + 1; }  // Dv + 1: the values with the column of ones
 };
 
+// Whether the slices are worth a fork: below ~32k state elements in all (B H T D (Dv + 1)) a
+// fork and join cost more than the work, and beside a busy process every join waits for a thread
+// that is not running (a float64 gradcheck of a tiny linear-attention model made thousands of such
+// calls and took 130 s). The slices are independent, so the result is the same either way.
+bool worth_forking(const Dims& d) { return d.slices > 1 && d.slices * d.seq_len * d.key_dim * d.aug() >= (1 << 15); }
+
 Dims check_inputs(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
   TF_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4, op, ": queries, keys and values must be (B, H, T, D), got ",
            q.describe(), ", ", k.describe(), ", ", v.describe());
@@ -109,7 +115,7 @@ struct LinearAttentionNode : Node {
     dispatch(dtype, [&](auto zero) {
       using T = decltype(zero);
       const int64_t T_ = d.seq_len, D = d.key_dim, Dv = d.value_dim, W = d.aug();
-#pragma omp parallel for schedule(dynamic) if (d.slices > 1)
+#pragma omp parallel for schedule(dynamic) if (worth_forking(d))
       for (int64_t s = 0; s < d.slices; ++s) {
         const T* fq = mapped_queries.data<T>() + s * T_ * D;
         const T* fk = mapped_keys.data<T>() + s * T_ * D;
@@ -160,7 +166,7 @@ Tensor linear_attention(const Tensor& q, const Tensor& k, const Tensor& v, const
   dispatch(q.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const int64_t T_ = d.seq_len, D = d.key_dim, W = d.aug();
-#pragma omp parallel for schedule(dynamic) if (d.slices > 1)
+#pragma omp parallel for schedule(dynamic) if (worth_forking(d))
     for (int64_t s = 0; s < d.slices; ++s) {
       map_slice<T>(d, s, q.data<T>(), k.data<T>(), v.data<T>(), padding_of(padding, s, q.dim(1), T_),
                    mapped_q.data<T>(), mapped_k.data<T>(), values_one.data<T>());

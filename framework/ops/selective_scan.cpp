@@ -39,6 +39,14 @@ int64_t block_channels(const ScanDims& s, size_t scalar_bytes) {
   return std::clamp<int64_t>((int64_t{4} << 20) / per_channel, 1, std::min<int64_t>(32, s.channels));
 }
 
+// Whether the tasks are worth a fork: below ~32k state updates in all (B T E N) a fork and join
+// cost more than the scan, and beside a busy process every join waits for a thread that is not
+// running (a float64 gradcheck of tiny Mamba models made thousands of such calls and took 170 s).
+// Each task writes its own outputs, so the result is the same either way.
+bool worth_forking(const ScanDims& s, int64_t blocks) {
+  return s.batch * blocks > 1 && s.batch * s.time * s.channels * s.state >= (1 << 15);
+}
+
 // The pointers of one scan's inputs.
 template <class T>
 struct ScanInputs {
@@ -75,7 +83,7 @@ void scan_block(const ScanDims& s, const ScanInputs<T>& in, int64_t bi, int64_t 
 template <class T>
 void scan_forward(const ScanDims& s, const ScanInputs<T>& in, T* y, T* states) {
   const int64_t block = block_channels(s, sizeof(T)), blocks = (s.channels + block - 1) / block;
-#pragma omp parallel for schedule(dynamic) if (s.batch * blocks > 1)
+#pragma omp parallel for schedule(dynamic) if (worth_forking(s, blocks))
   for (int64_t task = 0; task < s.batch * blocks; ++task) {
     const int64_t bi = task / blocks, e0 = task % blocks * block, ne = std::min(block, s.channels - e0);
     // Pooled, as every per-task buffer here: a warm training step takes nothing from malloc.
@@ -152,7 +160,7 @@ struct SelectiveScanNode : Node {
                              d.defined() ? d.data<T>() : nullptr};
       const ScanGrads<T> g{dx.data<T>(), ddelta.data<T>(), db_parts.data<T>(), dc_parts.data<T>(), da_parts.data<T>(),
                            dd_parts.data<T>()};
-#pragma omp parallel for schedule(dynamic) if (s.batch * blocks > 1)
+#pragma omp parallel for schedule(dynamic) if (worth_forking(s, blocks))
       for (int64_t task = 0; task < s.batch * blocks; ++task) {
         const int64_t bi = task / blocks, k = task % blocks, e0 = k * block;
         scan_backward_block(s, in, dy.data<T>(), bi, k, e0, std::min(block, s.channels - e0), blocks, g);
