@@ -38,7 +38,10 @@ RunPlan plan_run(const Recipe& r, int64_t corpus_bytes) {
   // slots once more, and the slots again. It adds to the activations rather than taking turns with
   // them: the storage pool keeps a step's blocks for the next step, so their pages stay resident.
   // Measured (tests/train/memory_estimate_test.cpp and nine gpt_brown_char sizes, d_model 32-512,
-  // batch 1-32): estimate / peak RSS 1.03-1.24.
+  // batch 1-32): estimate / peak RSS 1.03-1.24, the threads sharing each op. Split by rows
+  // (Note [batch-split threads]) the parts hold their rows' activations at moments of their own,
+  // so the peak is lower (1.22-1.30 at d_model 256, the thread's private gradients included) and
+  // this is an upper bound.
   const double checkpoint = 4.0 * p.parameters * (1 + 2 * optimizer_slots);
   // The corpus: its token shards, mapped; at most every page of them is resident (random windows over
   // a long run touch them all; the kernel may drop them again, as they are the files' pages).
