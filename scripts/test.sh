@@ -13,7 +13,11 @@ timed() {  # timed NAME COMMAND...: runs it and notes its seconds
   "$@"
   phases+=("$name $((SECONDS - start)) s")
 }
-report() { local IFS=','; echo "test.sh: ${phases[*]}; total $SECONDS s"; }
+report() {
+  local joined="" phase
+  for phase in "${phases[@]}"; do joined+="$phase, "; done
+  echo "test.sh: ${joined}total $SECONDS s"
+}
 trap report EXIT
 timed setup "$here/scripts/setup.sh" --test
 timed build "$here/scripts/build.sh"
