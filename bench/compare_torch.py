@@ -14,7 +14,11 @@ config B (batch 1, greedy, 256 tokens after an 8-token prompt) with and without 
 peak RSS of config D's model at seq 1024 .. 8192.
 
 FLOPs per token = 6 N + 12 L C T (N = non-embedding parameters; docs/performance.md).
-PyTorch is Debian's python3-torch, installed on demand with apt-get. CI does not run this.
+PyTorch is Debian's python3-torch, installed on demand with apt-get. Its matmuls run in Debian's
+OpenBLAS 0.3.21, which picks its kernels by CPU model and falls back to a generic one on CPUs newer
+than itself; so before the configs, PyTorch's sgemm is timed with OPENBLAS_CORETYPE unset (OpenBLAS's
+own choice), SkylakeX, Cooperlake, Haswell and Zen, and every PyTorch run gets the fastest
+(--torch-coretype names one instead). CI does not run this.
 """
 import argparse
 import json
@@ -29,7 +33,7 @@ PYTHON = "/usr/bin/python3"
 
 # name -> (ratio target tapeformer/PyTorch or None, timed steps, warmup steps) for the default run.
 CONFIGS = {
-    "A": (2.0, 20, 2),
+    "A": (2.5, 20, 2),
     "B": (1.4, 6, 1),
     "C": (2.0, 20, 2),
     "D": (2.0, 10, 1),
@@ -51,10 +55,35 @@ def ensure_torch():
     subprocess.run(sudo + ["apt-get", "install", "-y", "python3-torch"], check=True)
 
 
+# PyTorch's sgemm (n = 1024, threads from OMP_NUM_THREADS) and the core type OpenBLAS chose, as JSON.
+TORCH_SGEMM = r"""
+import ctypes, json, os, time, torch
+torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+core = None
+try:
+    blas = ctypes.CDLL("libopenblas.so.0")
+    blas.openblas_get_corename.restype = ctypes.c_char_p
+    core = blas.openblas_get_corename().decode()
+except (OSError, AttributeError):
+    pass
+n = 1024
+a, b = torch.randn(n, n), torch.randn(n, n)
+for _ in range(3):
+    a @ b
+start, count = time.perf_counter(), 0
+while time.perf_counter() - start < float(os.environ["SGEMM_SECONDS"]):
+    a @ b
+    count += 1
+print(json.dumps({"core": core, "gflops": 2 * n**3 * count / (time.perf_counter() - start) / 1e9}))
+"""
+TORCH_CORETYPES = ["", "SkylakeX", "Cooperlake", "Haswell", "Zen"]  # "": OpenBLAS's own choice
+
+
 class Runner:
     def __init__(self, binary, threads, timeout):
         self.binary, self.threads, self.timeout = binary, threads, timeout
         self.env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=str(threads))
+        self.torch_env = dict(self.env)  # plus OPENBLAS_CORETYPE once choose_torch_coretype ran
         self.log = []  # every JSON line, for --output
 
     def run(self, impl, args):
@@ -63,8 +92,9 @@ class Runner:
             cmd = [self.binary, "--threads", str(self.threads)] + args
         else:
             cmd = [PYTHON, os.path.join(HERE, "torch_twin.py"), "--threads", str(self.threads)] + args
+        env = self.env if impl == "tapeformer" else self.torch_env
         try:
-            p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=self.timeout)
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=self.timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"timed out after {self.timeout} s"}
         lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
@@ -108,6 +138,33 @@ def measure_sgemm(runner, quick, peaks):
     if "best_gflops" in result:
         peaks.append(result["best_gflops"])
     return result
+
+
+def choose_torch_coretype(runner, quick, forced):
+    """Times PyTorch's sgemm under each OpenBLAS core type (twice, alternating) and gives every later
+    PyTorch run the fastest; with `forced`, that one without timing."""
+    if forced is not None:
+        runner.torch_env["OPENBLAS_CORETYPE"] = forced
+        print(f"PyTorch's OpenBLAS core type: {forced or 'its own choice'} (--torch-coretype)", flush=True)
+        return
+    best = {}
+    for _ in range(2):
+        for coretype in TORCH_CORETYPES:
+            env = dict(runner.env, OPENBLAS_CORETYPE=coretype, SGEMM_SECONDS="0.3" if quick else "1.0")
+            p = subprocess.run([PYTHON, "-c", TORCH_SGEMM], env=env, capture_output=True, text=True)
+            if p.returncode != 0 or not p.stdout.strip():
+                print(f"  PyTorch sgemm with OPENBLAS_CORETYPE={coretype!r} failed: {p.stderr.strip()[-200:]}")
+                continue
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            if coretype not in best or r["gflops"] > best[coretype]["gflops"]:
+                best[coretype] = r
+    if not best:
+        return
+    print("PyTorch sgemm n=1024 by OpenBLAS core type (best of 2): " + ", ".join(
+        f"{c or 'own choice'} ({r['core']}) {r['gflops']:.1f}" for c, r in best.items()) + " GFLOP/s")
+    fastest = max(best, key=lambda c: best[c]["gflops"])
+    runner.torch_env["OPENBLAS_CORETYPE"] = fastest
+    print(f"PyTorch runs with OPENBLAS_CORETYPE={fastest or '(unset)'} ({best[fastest]['core']})", flush=True)
 
 
 def verdict(ok):
@@ -231,6 +288,8 @@ def main():
     p.add_argument("--sections", default="train,decode,memory", help="which sections (default all three)")
     p.add_argument("--timeout", type=int, default=900, help="seconds before one subprocess is given up")
     p.add_argument("--output", help="also write every run's JSON line to this file")
+    p.add_argument("--torch-coretype", help="OPENBLAS_CORETYPE for PyTorch ('' for OpenBLAS's own choice) "
+                   "instead of timing each and taking the fastest")
     a = p.parse_args()
     binary = os.path.join(a.build, "bench", "bench_train_step")
     if not os.path.exists(binary):
@@ -247,6 +306,7 @@ def main():
     print(f"tapeformer vs PyTorch, {a.threads} threads, OMP_WAIT_POLICY=PASSIVE, {repeats} alternated run(s) "
           f"per config, load average at start {load} (1, 5, 15 min)", flush=True)
 
+    choose_torch_coretype(runner, a.quick, a.torch_coretype)
     sections = a.sections.split(",")
     verdicts = []
     results = train_section(runner, a, repeats, began, verdicts) if "train" in sections else {}

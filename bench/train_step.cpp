@@ -11,6 +11,7 @@
 //   bench_train_step --config B --profile cpu                   # and seconds per op on stderr
 //   bench_train_step --config A --vs-deterministic 5            # train.deterministic's cost
 //   bench_train_step --config B --vs-recompute 5                # train.recompute blocks' cost
+//   bench_train_step --config A --thread-split ops              # threads within each op, not by rows
 //
 // Configs A..E: bench/bench_configs.h.
 //
@@ -38,7 +39,9 @@
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "train/plan.h"
+#include "train/recipe.h"
 #include "train/sample.h"
+#include "train/thread_split.h"
 #include "train/threads.h"
 #include "train/trainer.h"
 
@@ -109,7 +112,17 @@ struct TrainOptions {
   std::string profile;        // "", "wall" or "cpu": the timed steps' per-op table on stderr
   bool deterministic = false; // train.deterministic's kernels (kernels::DeterministicScope)
   bool recompute = false;     // train.recompute blocks (Note [recomputed blocks] in layers/block.cpp)
+  std::string thread_split = "auto";  // train.thread_split (Note [batch-split threads])
 };
+
+// Into how many parts of rows the threads split a step, by the trainer's own rule.
+int64_t split_parts(const BenchConfig& b, const TrainOptions& o, int threads) {
+  train::Recipe recipe;
+  recipe.train.batch_size = b.batch;
+  recipe.train.deterministic = o.deterministic;
+  recipe.train.thread_split = o.thread_split;
+  return train::batch_split_parts(recipe, threads, 1);
+}
 
 // Warmup steps, then `steps` timed steps of the trainer's step: forward, loss, backward, clip to
 // norm 1, AdamW (lr 1e-3, betas 0.9/0.99, weight decay 0.1 on weights only: the recipe defaults).
@@ -121,10 +134,15 @@ double run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
   int64_t params = 0;
   std::vector<optim::ParamRef> refs;
   const layers::ParamList named = model->parameters();
+  std::vector<Tensor> tensors;
   for (const layers::NamedParam& p : named) {
     params += p.tensor.numel();
     refs.push_back({p.name, p.tensor, p.kind == layers::ParamKind::weight});
+    tensors.push_back(p.tensor);
   }
+  const int64_t parts = split_parts(b, o, threads);
+  std::unique_ptr<train::BatchSplit> split;
+  if (parts > 1) split = std::make_unique<train::BatchSplit>(tensors, parts);
   optim::AdamW optimizer(refs, {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1});
   const int64_t non_embedding = train::non_embedding_parameters(named);
   const double flops_per_token = train::training_flops_per_token(named, mc, b.seq);  // the one definition
@@ -144,9 +162,13 @@ double run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
     const RandomBatches::Batch batch = o.repeat_batch || step == 0 ? first : batches.next();
     optimizer.zero_grad();
     profile::mark();
-    const Tensor loss = model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
-    losses.push_back(loss.item());
-    backward(loss);
+    if (split) {  // each thread its rows, forward and backward, as the trainer's step does
+      losses.push_back(split->run(*model, batch.inputs, batch.targets, batch.key_padding, ctx, 1.0));
+    } else {
+      const Tensor loss = model->loss(batch.inputs, batch.targets, batch.key_padding, ctx);
+      losses.push_back(loss.item());
+      backward(loss);
+    }
     {
       const profile::Scope scope("clip_grad_norm");
       optim::clip_grad_norm(optimizer.params(), 1.0);
@@ -168,12 +190,13 @@ double run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
       "\"layers\": %lld, \"heads\": %lld, \"seq\": %lld, \"batch\": %lld, \"threads\": %d, \"steps\": %lld, "
       "\"warmup\": %lld, \"params\": %lld, \"non_embedding_params\": %lld, \"flops_per_token\": %.0f, "
       "\"tokens_per_s\": %.2f, \"step_s_median\": %.6f, \"model_gflops\": %.3f, \"peak_rss_mb\": %.1f, "
-      "\"loss_first\": %.6f, \"loss_last\": %.6f, \"deterministic\": %s, \"recompute\": %s}\n",
+      "\"loss_first\": %.6f, \"loss_last\": %.6f, \"deterministic\": %s, \"recompute\": %s, \"split_parts\": %lld}\n",
       b.name.c_str(), b.arch.c_str(), (long long)b.d_model, (long long)b.layers, (long long)b.heads,
       (long long)b.seq, (long long)b.batch, threads, (long long)o.steps, (long long)o.warmup, (long long)params,
       (long long)non_embedding, flops_per_token, tokens_per_s, median(step_seconds),
       tokens_per_s * flops_per_token * 1e-9, peak_rss_mb(), losses.empty() ? 0.0 : losses.front(),
-      losses.empty() ? 0.0 : losses.back(), o.deterministic ? "true" : "false", o.recompute ? "true" : "false");
+      losses.empty() ? 0.0 : losses.back(), o.deterministic ? "true" : "false", o.recompute ? "true" : "false",
+      (long long)parts);
   return tokens_per_s;
 }
 
@@ -298,6 +321,10 @@ int main(int argc, char** argv) {
   int recompute_rounds = 0;
   app.add_option("--vs-recompute", recompute_rounds,
                  "alternate default and --recompute runs this many times; print the median throughput ratio");
+  app.add_option("--thread-split", train.thread_split,
+                 "train.thread_split: auto (as the trainer: by rows with more than one thread), batch or ops")
+      ->check(CLI::IsMember({"auto", "batch", "ops"}))
+      ->capture_default_str();
   app.add_option("--threads", threads, "OpenMP threads; 0: physical cores (OMP_NUM_THREADS wins)")->capture_default_str();
   app.add_flag("--sgemm", sgemm, "measure the best sgemm GFLOP/s (oneDNN and OpenBLAS) instead of training");
   app.add_option("--sgemm-n", sgemm_n, "sgemm size n (n x n x n)")->check(CLI::PositiveNumber)->capture_default_str();

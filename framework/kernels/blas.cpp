@@ -1,8 +1,10 @@
 // OpenBLAS path: one cblas_sgemm per batch entry (row-major, explicit transposes); cblas_sgemv for
-// a single row.
+// a single row. A peer for tests and bench_micro_matmul only: no op of tapeformer calls it, so
+// Debian's OpenBLAS 0.3.21 choosing a generic kernel on CPUs newer than itself (it has no API to
+// choose another after it loads; OPENBLAS_CORETYPE is read when the library is loaded) never slows a
+// run.
 #include <cblas.h>
 
-#include "framework/kernels/cpu/gemv.h"
 #include "framework/kernels/matmul.h"
 
 namespace tf::kernels {
@@ -29,12 +31,6 @@ void matmul_blas(const MatmulDims& d, const float* a, const float* b, float* c, 
     }
     cblas_sgemm(CblasRowMajor, ta, tb, d.m, d.n, d.k, 1.0f, ab, lda, bb, ldb, beta, cb, d.n);
   }
-}
-
-void matmul_one_row(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias) {
-  // c (n) = W a + bias with W = b (n, k) when trans_b: rows of W are contiguous.
-  if (d.trans_b && !d.accumulate) return gemv_threaded(d.n, d.k, b, a, bias, c);
-  matmul_blas(d, a, b, c, bias);
 }
 
 }  // namespace tf::kernels

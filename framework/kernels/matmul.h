@@ -41,7 +41,8 @@ void matmul_blas(const MatmulDims& d, const float* a, const float* b, float* c, 
 // per token through oneDNN against 5.9 - 6.3 ms through sgemv at one thread, and at two threads on
 // the loaded machine 50 - 68 ms against 6.7 ms (oneDNN's gemv spins at its barriers). A linear
 // layer's (x W^T) goes to our own threaded gemv (cpu/gemv.h): OpenBLAS 0.3.21 does not know newer
-// CPUs and falls back to its generic PRESCOTT sgemv on them (perf, Xeon model 207, 2026-12-01).
+// CPUs and falls back to its generic PRESCOTT sgemv on them (perf, Xeon model 207, 2026-12-01);
+// other one-row products go to oneDNN, so no op calls OpenBLAS (cpu/gemv.cpp).
 void matmul_one_row(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias);
 // The same product whatever the number of threads (kernels::deterministic()): C's rows are cut into
 // blocks by shape alone and each block is one single-threaded oneDNN call, so every element of C is

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "framework/kernels/matmul.h"
+
 namespace tf::kernels {
 
 namespace {
@@ -60,6 +62,13 @@ void gemv_fast(int64_t n, int64_t k, const float* w, int64_t ldw, const float* x
   for (; j < n; ++j) dot_rows<1>(k, w + j * ldw, ldw, x, y + j);
   if (bias)
     for (j = 0; j < n; ++j) y[j] += bias[j];
+}
+
+void matmul_one_row(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias) {
+  // c (n) = W a + bias with W = b (n, k) when trans_b: rows of W are contiguous. The other cases
+  // (a (1, k) times a (k, n) matrix, or accumulating) come from no decoding step: oneDNN serves them.
+  if (d.trans_b && !d.accumulate) return gemv_threaded(d.n, d.k, b, a, bias, c);
+  matmul_onednn(d, a, b, c, bias);
 }
 
 }  // namespace tf::kernels
