@@ -2,6 +2,7 @@
 #include "export/gguf.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -81,10 +82,40 @@ const char* gguf_type_name(GgufType type) {
   return "?";
 }
 
+// IEEE 754 binary16 by bit arithmetic rather than the _Float16 extension, which clang before 15 does
+// not offer on x86 (tests/tsan.sh builds with clang 14). binary32 -> binary16 keeps the sign, rebiases
+// the exponent (127 - 15 = 112) and rounds the 23-bit mantissa to 10 bits, to nearest even.
+uint16_t half_from_float(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu);  // NaN, made quiet
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 (halfway above 65504, the largest): inf
+  if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal half, a multiple of 2^-24 (exact scaling)
+    const float units = std::bit_cast<float>(magnitude) * 0x1p24f;
+    return sign | static_cast<uint16_t>(std::nearbyint(units));  // to even; 1024 is 2^-14, the smallest normal
+  }
+  // Normal: round at bit 13 (add just under half, plus the kept lowest bit, so ties go to even); a
+  // carry out of the mantissa moves into the exponent, as it should.
+  const uint32_t rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
+  return sign | static_cast<uint16_t>((rounded - (112u << 23)) >> 13);
+}
+
+float float_from_half(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  const uint32_t exponent = (half >> 10) & 0x1fu, mantissa = half & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: mantissa x 2^-24
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
+  return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
 std::vector<char> encode_f16(std::span<const float> values) {
   std::vector<char> out(values.size() * 2);
   for (size_t i = 0; i < values.size(); ++i) {
-    const auto h = static_cast<_Float16>(values[i]);  // IEEE binary16, round to nearest even
+    const uint16_t h = half_from_float(values[i]);
     std::memcpy(out.data() + 2 * i, &h, 2);
   }
   return out;
@@ -93,9 +124,9 @@ std::vector<char> encode_f16(std::span<const float> values) {
 std::vector<float> decode_f16(std::span<const char> bytes) {
   std::vector<float> out(bytes.size() / 2);
   for (size_t i = 0; i < out.size(); ++i) {
-    _Float16 h;
+    uint16_t h;
     std::memcpy(&h, bytes.data() + 2 * i, 2);
-    out[i] = static_cast<float>(h);
+    out[i] = float_from_half(h);
   }
   return out;
 }
@@ -110,7 +141,7 @@ std::vector<char> encode_q8_0(std::span<const float> values) {
     for (int64_t j = 0; j < kQ8Block; ++j) amax = std::max(amax, std::fabs(values[b + j]));
     const float d = amax / 127.0f;
     const float inverse = d != 0 ? 1.0f / d : 0.0f;
-    const auto scale = static_cast<_Float16>(d);
+    const uint16_t scale = half_from_float(d);
     std::memcpy(o, &scale, 2);
     for (int64_t j = 0; j < kQ8Block; ++j) o[2 + j] = static_cast<char>(static_cast<int8_t>(std::round(values[b + j] * inverse)));
   }
@@ -121,10 +152,11 @@ std::vector<float> decode_q8_0(std::span<const char> bytes) {
   const size_t block_bytes = 2 + kQ8Block;
   std::vector<float> out(bytes.size() / block_bytes * kQ8Block);
   for (size_t b = 0; b < bytes.size() / block_bytes; ++b) {
-    _Float16 scale;
-    std::memcpy(&scale, bytes.data() + b * block_bytes, 2);
+    uint16_t scale_bits;
+    std::memcpy(&scale_bits, bytes.data() + b * block_bytes, 2);
+    const float scale = float_from_half(scale_bits);
     for (int64_t j = 0; j < kQ8Block; ++j)
-      out[b * kQ8Block + j] = static_cast<float>(scale) * static_cast<int8_t>(bytes[b * block_bytes + 2 + j]);
+      out[b * kQ8Block + j] = scale * static_cast<int8_t>(bytes[b * block_bytes + 2 + j]);
   }
   return out;
 }

@@ -49,6 +49,10 @@ class GgufFile {
   std::vector<Tensor> tensors_;
 };
 
+// One IEEE binary16 value as its bits (round to nearest even; overflow to inf; NaN stays NaN), and back.
+uint16_t half_from_float(float value);
+float float_from_half(uint16_t half);
+
 // The encodings, row-major: IEEE half (round to nearest even), and ggml's Q8_0: per block of 32,
 // d = max |x| / 127 as f16, then q = round(x / d) as int8 (ggml's quantize_row_q8_0_ref).
 std::vector<char> encode_f16(std::span<const float> values);

@@ -119,6 +119,41 @@ uint16_t half_bits(float x) {
   return bits;
 }
 
+// Every one of the 65,536 halves: decoded against its value by the format's formula (in double),
+// encoded back to itself; the midpoint between two neighbours goes to the even one, and a float
+// just inside either side of it to the nearer.
+TEST(Gguf, EveryHalfDecodesToItsValueAndEncodesBack) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    const double sign = h & 0x8000 ? -1.0 : 1.0;
+    const float x = float_from_half(static_cast<uint16_t>(h));
+    if (exponent == 31 && mantissa != 0) {
+      EXPECT_TRUE(std::isnan(x)) << h;
+      EXPECT_TRUE(std::isnan(float_from_half(half_from_float(x)))) << h;
+      continue;
+    }
+    const double value = exponent == 31 ? sign * INFINITY
+                         : exponent == 0 ? sign * std::ldexp(mantissa, -24)
+                                         : sign * std::ldexp(1.0 + mantissa / 1024.0, static_cast<int>(exponent) - 15);
+    ASSERT_EQ(static_cast<double>(x), value) << h;
+    ASSERT_EQ(std::signbit(x), (h & 0x8000) != 0) << h;
+    ASSERT_EQ(half_from_float(x), h) << h;
+    if (exponent == 31 || (h & 0x7fff) == 0x7bff) continue;  // no finite neighbour above
+    const float next = float_from_half(static_cast<uint16_t>(h + 1));  // the next magnitude, same sign
+    const float mid = static_cast<float>((static_cast<double>(x) + next) / 2);  // exact in float
+    const uint16_t even = (h & 1) ? static_cast<uint16_t>(h + 1) : static_cast<uint16_t>(h);
+    ASSERT_EQ(half_from_float(mid), even) << h;
+    ASSERT_EQ(half_from_float(std::nextafter(mid, x)), h) << h;
+    ASSERT_EQ(half_from_float(std::nextafter(mid, next)), h + 1) << h;
+  }
+  EXPECT_EQ(half_from_float(65520.0f), 0x7C00);  // halfway above the largest half: to even, inf
+  EXPECT_EQ(half_from_float(std::nextafter(65520.0f, 0.0f)), 0x7BFF);
+  EXPECT_EQ(half_from_float(-1e30f), 0xFC00);
+  EXPECT_EQ(half_from_float(std::ldexp(1.0f, -25)), 0x0000);  // halfway to the smallest subnormal: to even, 0
+  EXPECT_EQ(half_from_float(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);
+  EXPECT_EQ(half_from_float(-0.0f), 0x8000);
+}
+
 TEST(Gguf, HalfPrecisionRoundsToNearestEven) {
   EXPECT_EQ(half_bits(1.0f), 0x3C00);
   EXPECT_EQ(half_bits(-2.0f), 0xC000);

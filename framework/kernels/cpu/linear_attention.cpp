@@ -30,9 +30,13 @@ void axpy(T alpha, const T* x, T* y, int64_t n) {
 
 template <class T>
 void kernel_product_chunked(const KernelProductArgs<T>& args) {
-  const auto& [order, seq_len, a_width, c_width, a, b, c, out, given_state] = args;
-  const int64_t A = a_width, C = c_width;
-  T* state = given_state;
+  // Plain names rather than a structured binding: the lambdas below use them, and clang 14 (the
+  // ThreadSanitizer build, tests/tsan.sh) cannot capture a structured binding.
+  const ProductOrder order = args.order;
+  const int64_t seq_len = args.seq_len, A = args.a_width, C = args.c_width;
+  const T *a = args.a, *b = args.b, *c = args.c;
+  T* out = args.out;
+  T* state = args.state;
   thread_local std::vector<T> own_state;  // keeps its capacity: no allocation after the first call
   if (!state) {
     own_state.assign(A * C, T(0));
