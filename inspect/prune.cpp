@@ -54,9 +54,9 @@ Tensor take_columns(const Tensor& t, const Ranges& ranges) {
 }
 
 // How each of one layer's attention tensors is cut: the rows of qkv (queries, then keys and values of
-// the kept groups), the columns of W_O, the rows of T5's table.
+// the kept groups), the columns of W_O, the rows of T5's table, the columns of the value embeddings.
 struct LayerCut {
-  Ranges qkv_rows, proj_columns, head_rows;
+  Ranges qkv_rows, proj_columns, head_rows, kv_columns;
 };
 
 LayerCut layer_cut(const layers::ModelConfig& config, int64_t layer, const std::vector<int64_t>& kept) {
@@ -67,11 +67,12 @@ LayerCut layer_cut(const layers::ModelConfig& config, int64_t layer, const std::
     cut.proj_columns.emplace_back(h * D, (h + 1) * D);
     cut.head_rows.emplace_back(h, h + 1);
   }
+  for (size_t i = 0; i < kept.size(); i += static_cast<size_t>(Hg)) {  // the kept groups' D-wide blocks
+    const int64_t g = kept[i] / Hg;
+    cut.kv_columns.emplace_back(g * D, (g + 1) * D);
+  }
   for (const int64_t base : {H * D, (H + G) * D})  // keys, then values
-    for (size_t i = 0; i < kept.size(); i += static_cast<size_t>(Hg)) {
-      const int64_t g = kept[i] / Hg;
-      cut.qkv_rows.emplace_back(base + g * D, base + (g + 1) * D);
-    }
+    for (const auto& [begin, end] : cut.kv_columns) cut.qkv_rows.emplace_back(base + begin, base + end);
   return cut;
 }
 
@@ -88,6 +89,8 @@ Tensor cut_by_name(const std::string& name, const Tensor& t, const std::vector<L
   if (rest == "attn.relative_bias") return take_rows(t, cut.head_rows);
   if (rest.rfind("attn.", 0) == 0 && layers::AttentionHooks::rows_per_query_head(rest.substr(5)))
     return take_rows(t, cut.proj_columns);  // the same D-wide blocks per head as W_O's columns
+  if (rest.rfind("attn.", 0) == 0 && layers::AttentionHooks::columns_per_kv_head(rest.substr(5)))
+    return take_columns(t, cut.kv_columns);
   return t.clone();
 }
 

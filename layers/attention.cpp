@@ -38,16 +38,18 @@ MultiHeadAttention::MultiHeadAttention(const Options& o, Init& init) : options(o
   proj = Linear({o.n_heads * head_dim(), o.d_model, o.bias, o.proj_init_std}, init);
   if (o.variant.relative_buckets > 0) relative_bias = init.normal({o.n_heads, o.variant.relative_buckets}, o.init_std);
   if (o.mixer == MixerKind::differential) init_differential(init);
-  hooks = AttentionHooks(o.layer, {o.d_model, o.n_heads, head_dim(), o.bias, o.ln_eps, o.init_std}, init);
+  hooks = AttentionHooks(o.layer, {o.d_model, o.n_heads, head_dim(), o.bias, o.ln_eps, o.init_std, kv_heads(), o.vocab_size},
+                         init);
 }
 
-MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, int64_t position_offset,
+MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& x, const Context& ctx, int64_t position_offset,
                                                             const SequenceShard* shard) const {
   const int64_t H = options.n_heads, G = kv_heads(), D = head_dim();
   // (B, T, (H + 2G) D) -> (B, H, T, D), (B, G, T, D), (B, G, T, D)
   const auto parts = ops::split_heads(in_layer("qkv", [&] { return qkv.forward(x); }), {H, G, G}, D);
   Heads out{parts[0], parts[1], parts[2]};
   hooks.queries_and_keys(out.queries, out.keys);
+  hooks.values(out.values, ctx);
   if (options.rope) {
     ops::RopeOptions rope = options.rope_options;
     const auto rotate = [&](const Tensor& t, int64_t start) {  // (B, H, T, D), positions start ...
@@ -79,7 +81,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
   }
   if (cache) {
     if (options.mixer == MixerKind::linear) {
-      const Heads h = project_heads(x, cache->next_position());
+      const Heads h = project_heads(x, ctx, cache->next_position());
       out = ops::linear_attention_append(h.queries, h.keys, h.values, cache->state);
     } else if (!gate.defined() && !hooks.any() && ops::one_token_step(x) && cache->keys.dim(0) == 1) {
       // The whole layer in one parallel region; it has no place for gates or the layer's options,
@@ -87,20 +89,20 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
       return ops::attention_layer_step(x, {qkv.weight, qkv.bias, proj.weight, proj.bias}, options.n_heads, *cache,
                                        options.rope ? &options.rope_options : nullptr, options.variant, relative_bias);
     } else {
-      const Heads h = project_heads(x, cache->next_position());
+      const Heads h = project_heads(x, ctx, cache->next_position());
       out = ops::attention_append(h.queries, h.keys, h.values, *cache, options.variant, relative_bias);
     }
   } else if (options.mixer == MixerKind::linear) {
-    const Heads h = project_heads(x, 0);
+    const Heads h = project_heads(x, ctx, 0);
     const ops::LinearAttentionOptions linear{.causal = options.causal, .key_padding = key_padding};
     out = ops::linear_attention(h.queries, h.keys, h.values, linear);
     if (ctx.attention_weights) ctx.attention_weights->push_back(ops::linear_attention_weights(h.queries, h.keys, linear));
   } else if (ctx.shard) {  // sequence parallel: this rank's chunks, the others' keys round the ring
-    const Heads h = project_heads(x, 0, ctx.shard);
+    const Heads h = project_heads(x, ctx, 0, ctx.shard);
     out = ops::ring_attention(h.queries, h.keys, h.values, {.causal = options.causal, .layout = ctx.shard->layout, .variant = options.variant},
                               *ctx.shard->comm);
   } else {
-    const Heads h = project_heads(x, 0);
+    const Heads h = project_heads(x, ctx, 0);
     ops::AttentionOptions attn;
     attn.causal = options.causal;
     attn.key_padding = key_padding;

@@ -47,6 +47,7 @@ struct MultiHeadAttention {
     double ln_eps = 1e-5;     // the model's, for a norm an option of `layer` adds
     double init_std = 0.02;
     double proj_init_std = 0.02;  // GPT-2's scaled init of the residual projection
+    int64_t vocab_size = 0;       // the model's, for a table an option of `layer` adds (value embeddings)
   };
   Options options;
   Linear qkv;   // (H D + 2 G D, C): rows [queries | keys | values]
@@ -80,7 +81,8 @@ struct MultiHeadAttention {
   struct Heads {
     Tensor queries, keys, values;
   };
-  Heads project_heads(const Tensor& x, int64_t position_offset, const SequenceShard* shard = nullptr) const;
+  Heads project_heads(const Tensor& x, const Context& ctx, int64_t position_offset,
+                      const SequenceShard* shard = nullptr) const;
   // The differential mixer's (B, H/2, T, 2D) heads, normalised and scaled, before W_O
   // (layers/differential_attention.cpp).
   void init_differential(Init& init);

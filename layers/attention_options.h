@@ -2,7 +2,7 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Options of a multi-head layer (softmax, linear or differential attention: the mixers whose row in
 // kMixerTable has heads) that act around its op rather than on its scores: on each head's queries and
-// keys before RoPE, and on the heads' outputs side by side before W_O. An option is
+// keys before RoPE, on its values, and on the heads' outputs side by side before W_O. An option is
 //   - a field of AttentionLayerOptions (ModelConfig::attention_layer, passed unchanged to every
 //     multi-head layer) and its row in kAttentionLayerOptions;
 //   - its parameters and its lines in AttentionHooks below (and, when a parameter has a block of rows
@@ -14,11 +14,14 @@
 // layers have no heads. Options on the scores themselves are Note [variant options].
 #pragma once
 #include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "framework/ops/elementwise.h"
+#include "framework/ops/heads.h"
 #include "framework/ops/pointwise.h"
+#include "layers/embedding.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 
@@ -35,6 +38,12 @@ struct AttentionLayerOptions {
   // Large Language Models", position G1; Qwen3-Next). It lets a head output nothing for a token
   // without parking its attention on a sink token.
   bool attention_gate = false;
+  // A table of the layer's own, E_v (V, G D), whose row for each token is added to that position's
+  // values before attention: v <- v + E_v[id], so a value carries the token itself besides what W_V
+  // makes of the residual stream (the "value embeddings" of the modded-nanoGPT speedrun, Jordan et
+  // al. 2024, after Zhou et al. 2024's value residual learning; here one table per layer and no mixing
+  // scalars). Rows start at N(0, init_std sqrt(C)), the size of W_V x for a unit-RMS input x.
+  bool value_embeddings = false;
   // The recipe keys of the options set (the exports refuse them; an empty list means the plain layer).
   std::vector<std::string> keys_used() const;
 };
@@ -50,6 +59,8 @@ struct AttentionLayerOption {
 inline constexpr auto kAttentionLayerOptions = std::to_array<AttentionLayerOption>({
     {"model.qk_norm", [](const AttentionLayerOptions& o) { return o.qk_norm; }, {.qk_norm = true}},
     {"model.attention_gate", [](const AttentionLayerOptions& o) { return o.attention_gate; }, {.attention_gate = true}},
+    {"model.value_embeddings", [](const AttentionLayerOptions& o) { return o.value_embeddings; },
+     {.value_embeddings = true}},
 });
 
 inline std::vector<std::string> AttentionLayerOptions::keys_used() const {
@@ -66,10 +77,13 @@ struct AttentionHooks {
     bool bias = true;          // the model's model.bias, for a projection an option adds
     double norm_eps = 1e-5;    // the model's model.ln_eps, for a norm an option adds
     double init_std = 0.02;
+    int64_t kv_heads = 4;      // G
+    int64_t vocab = 0;         // V, the model's, for value embeddings
   };
   AttentionLayerOptions options;
   LayerNorm q_norm, k_norm;  // qk_norm: RMSNorm over D, scales "q_norm.weight", "k_norm.weight" (D)
   Linear gate;               // attention_gate: W_g (H D, C) and b_g, "gate.weight", "gate.bias"
+  Embedding value_embedding; // value_embeddings: E_v (V, G D), "value_embedding.weight"
 
   AttentionHooks() = default;
   AttentionHooks(const AttentionLayerOptions& o, const Shape& shape, Init& init) : options(o) {
@@ -77,6 +91,11 @@ struct AttentionHooks {
       for (LayerNorm* norm : {&q_norm, &k_norm})
         *norm = LayerNorm({.dim = shape.head_dim, .eps = shape.norm_eps, .kind = kernels::NormKind::rms}, init);
     if (o.attention_gate) gate = Linear({shape.d_model, shape.heads * shape.head_dim, shape.bias, shape.init_std}, init);
+    if (o.value_embeddings) {
+      TF_CHECK(shape.vocab > 0, "model.value_embeddings: the layer was built without the vocabulary size");
+      value_embedding = Embedding({shape.vocab, shape.kv_heads * shape.head_dim,
+                                   shape.init_std * std::sqrt(static_cast<double>(shape.d_model))}, init);
+    }
   }
   bool any() const {  // read on every decoding step: the rows, without building the list of keys
     for (const AttentionLayerOption& option : kAttentionLayerOptions)
@@ -91,6 +110,14 @@ struct AttentionHooks {
       k = in_layer("k_norm", [&] { return k_norm.forward(k); });
     }
   }
+  // v (B, G, T, D), the values of the G key/value heads (differential attention: (B, G/2, T, 2D));
+  // ctx.token_ids (B, T) are the ids at those positions.
+  void values(Tensor& v, const Context& ctx) const {
+    if (!options.value_embeddings) return;
+    TF_CHECK(ctx.token_ids.defined(), "model.value_embeddings: the attention layer was given no token ids");
+    const Tensor table_rows = in_layer("value_embedding", [&] { return value_embedding.forward(ctx.token_ids); });
+    v = ops::add(v, ops::split_heads(table_rows, {v.dim(1)}, v.dim(3))[0]);  // (B, T, G D) -> (B, G, T, D)
+  }
   // heads: the heads' outputs side by side (B, T, H D), before W_O; x: the layer's input (B, T, C).
   Tensor heads_output(const Tensor& heads, const Tensor& x) const {
     if (!options.attention_gate) return heads;
@@ -103,10 +130,13 @@ struct AttentionHooks {
       k_norm.parameters(out, prefix + "k_norm.");
     }
     if (options.attention_gate) gate.parameters(out, prefix + "gate.");
+    if (options.value_embeddings) value_embedding.parameters(out, prefix + "value_embedding.");
   }
   // Whether the parameter `name` (under the layer's "attn.") has a block of D rows per query head,
   // in the heads' order, which `tapeformer prune` keeps or cuts with its head.
   static bool rows_per_query_head(const std::string& name) { return name == "gate.weight" || name == "gate.bias"; }
+  // Whether it has a block of D columns per key/value head, in their order (cut with the head's group).
+  static bool columns_per_kv_head(const std::string& name) { return name == "value_embedding.weight"; }
 };
 
 }  // namespace tf::layers

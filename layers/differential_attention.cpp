@@ -36,6 +36,8 @@ Tensor MultiHeadAttention::differential(const Tensor& x, const Tensor& key_paddi
   const auto parts = ops::split_heads(in_layer("qkv", [&] { return qkv.forward(x); }), {H / 2, G / 2, G / 2}, 2 * D);
   auto q = ops::split(parts[0], {D, D}, -1), k = ops::split(parts[1], {D, D}, -1);
   for (int half : {0, 1}) hooks.queries_and_keys(q[half], k[half]);
+  Tensor v = parts[2];  // (B, G/2, T, 2D)
+  hooks.values(v, ctx);
   if (options.rope) {
     ops::RopeOptions rope = options.rope_options;
     rope.position_offset += cache ? cache->next_position() : 0;
@@ -44,11 +46,11 @@ Tensor MultiHeadAttention::differential(const Tensor& x, const Tensor& key_paddi
   const Tensor lambda = ops::differential_lambda(lambda_q1, lambda_k1, lambda_q2, lambda_k2, options.lambda_init);
   Tensor out;  // (B, H/2, T, 2D)
   if (cache) {
-    out = ops::differential_attention_append(q[0], k[0], q[1], k[1], parts[2], lambda, *cache, options.variant);
+    out = ops::differential_attention_append(q[0], k[0], q[1], k[1], v, lambda, *cache, options.variant);
   } else {
     const ops::AttentionOptions attn{.causal = options.causal, .key_padding = key_padding, .variant = options.variant};
     Tensor weights;
-    out = ops::differential_attention(q[0], k[0], q[1], k[1], parts[2], lambda, attn,
+    out = ops::differential_attention(q[0], k[0], q[1], k[1], v, lambda, attn,
                                       ctx.attention_weights ? &weights : nullptr);
     if (ctx.attention_weights) ctx.attention_weights->push_back(weights);
   }

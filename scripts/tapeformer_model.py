@@ -72,6 +72,7 @@ class ModelConfig:
     final_softcap: float = 0.0         # Gemma 2: logits -> c tanh(logits / c); 0: off
     qk_norm: bool = False              # RMSNorm (scale per feature, shared by heads) on q and k before RoPE
     attention_gate: bool = False       # heads' outputs * sigmoid(x W_g^T + b_g), before W_O
+    value_embeddings: bool = False     # v + E_v[id]: a (vocab, G D) table per attention layer
     rope_scaling: str = "none"
     rope_scaling_factor: float = 1.0
     rope_original_context: int = 0
@@ -252,9 +253,10 @@ def random_blocks(cfg, T):
 
 class AttentionPattern:
     """For sequences of T positions, what every layer's attention shares: which keys a query sees,
-    the ALiBi bias, T5's buckets, RoPE's angles. Built once per forward."""
+    the ALiBi bias, T5's buckets, RoPE's angles, the ids (value embeddings). Built once per forward."""
 
-    def __init__(self, cfg, T, dtype):
+    def __init__(self, cfg, T, dtype, ids=None):
+        self.ids = ids  # (B, T)
         i = torch.arange(T)[:, None]  # query position
         j = torch.arange(T)[None, :]  # key position
         self.visible = torch.ones(T, T, dtype=torch.bool)  # (T, T)
@@ -344,6 +346,8 @@ class Attention(nn.Module):
             self.q_norm.weight, self.k_norm.weight = nn.Parameter(torch.ones(D)), nn.Parameter(torch.ones(D))
         if cfg.attention_gate:
             self.gate = nn.Linear(cfg.d_model, H * D, bias=cfg.bias)
+        if cfg.value_embeddings:
+            self.value_embedding = nn.Embedding(cfg.vocab_size, G * D)
 
     def forward(self, x, pattern, key_padding):
         cfg = self.cfg
@@ -352,6 +356,8 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).split([H * D, G * D, G * D], dim=-1)  # (B, T, H D), (B, T, G D) x 2
         q = q.reshape(B, T, H, D).transpose(1, 2)                     # (B, H, T, D)
         k = k.reshape(B, T, G, D).transpose(1, 2)                     # (B, G, T, D)
+        if self.cfg.value_embeddings:
+            v = v + self.value_embedding(pattern.ids)                   # (B, T, G D)
         v = v.reshape(B, T, G, D).transpose(1, 2)
         q, k = self.queries_and_keys(q, k)
         if self.linear:  # Katharopoulos et al. 2020: phi(q) . phi(k), phi = elu + 1, no score options
@@ -551,7 +557,7 @@ class Model(nn.Module):
         if cfg.arch == "bert":
             x = self.embedding_norm(x)
         x = F.dropout(x, cfg.dropout, self.training)
-        pattern = AttentionPattern(cfg, T, x.dtype)
+        pattern = AttentionPattern(cfg, T, x.dtype, ids)
         for block in self.blocks:
             x = block(x, pattern, key_padding if cfg.arch == "bert" else None)
         if cfg.arch == "bert":

@@ -239,6 +239,7 @@ std::vector<Field> model_fields() {
       number("model.logit_softcap", "Gemma 2's soft cap on attention scores: s -> c tanh(s / c) after every bias, bounding them to (-c, c); 0 = off", REF(model.attention.logit_softcap), 0.0, kInf),
       boolean("model.qk_norm", "RMSNorm on each head's queries and keys before RoPE, with learned scales of head_dim shared by the heads (OLMo 2, Qwen 3)", REF(model.attention_layer.qk_norm)),
       boolean("model.attention_gate", "a sigmoid gate on each head's output, elementwise, from the layer's input: o * sigmoid(x W_g^T + b_g) before W_O (Qiu et al. 2025; Qwen3-Next)", REF(model.attention_layer.attention_gate)),
+      boolean("model.value_embeddings", "a table per attention layer, (vocab, n_kv_heads head_dim), whose row for each token is added to that position's values (the modded-nanoGPT speedrun's value embeddings)", REF(model.attention_layer.value_embeddings)),
       number("model.final_softcap", "Gemma 2's soft cap on the output logits: z -> c tanh(z / c), bounding them to (-c, c); 0 = off", REF(model.final_softcap), 0.0, kInf),
       number("model.rope_theta", "RoPE base: pair i turns at pos * theta^(-2i/head_dim)", REF(model.rope_theta), 1.0, kInf, true),
       integer("model.relative_buckets", "position t5: buckets of the learned relative bias, half exact, half logarithmic in distance", REF(model.relative_buckets), 4, 1024),

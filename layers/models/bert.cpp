@@ -30,9 +30,11 @@ Tensor Bert::encode(const Tensor& ids, const Tensor& key_padding, const Context&
     x = in_layer("segment_embedding", [&] { return ops::add(x, segment_embedding.forward(segments)); });
   }
   x = dropout(in_layer("embedding_norm", [&] { return embedding_norm.forward(x); }), config_.dropout, ctx);
+  Context with_ids = ctx;
+  with_ids.token_ids = ids;
   for (int64_t i = 0; i < config_.n_layers; ++i) {
     const TransformerBlock& block = blocks[static_cast<size_t>(i)];
-    x = in_layer("blocks", [&] { return block.forward(x, key_padding, ctx.in_block(i)); }, i);
+    x = in_layer("blocks", [&] { return block.forward(x, key_padding, with_ids.in_block(i)); }, i);
   }
   return x;
 }

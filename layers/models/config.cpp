@@ -45,6 +45,7 @@ TransformerBlock::Options ModelConfig::block_options(int64_t layer) const {
   b.attn.attn_dropout = attn_dropout;
   b.attn.layer = attention_layer;
   b.attn.ln_eps = ln_eps;
+  b.attn.vocab_size = vocab_size;
   b.attn.mixer = mixer(layer);
   b.mamba = {.d_model = d_model, .expand = mamba_expand, .state = mamba_state, .conv = mamba_conv,
              .init_std = init_std, .out_init_std = residual_std};

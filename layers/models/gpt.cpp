@@ -37,11 +37,13 @@ Tensor Gpt::head(const Tensor& h) const {
 
 Tensor Gpt::hidden(const Tensor& ids, const Context& ctx, KvCache* cache) const {
   Tensor x = embed(ids, ctx, cache ? cache->length() : 0);  // (B, T, C)
+  Context with_ids = ctx;
+  with_ids.token_ids = ids;
   for (int64_t i = 0; i < config_.n_layers; ++i) {
     const ops::KvBuffers layer_cache = cache ? cache->layer(i) : ops::KvBuffers{};
     const TransformerBlock& block = blocks[static_cast<size_t>(i)];
     const ops::KvBuffers* layer_view = cache ? &layer_cache : nullptr;
-    x = in_layer("blocks", [&] { return block.forward(x, Tensor(), ctx.in_block(i), layer_view); }, i);
+    x = in_layer("blocks", [&] { return block.forward(x, Tensor(), with_ids.in_block(i), layer_view); }, i);
   }
   if (cache) cache->advance(ids.dim(1));
   return in_layer("ln_f", [&] { return ln_f.forward(x); });

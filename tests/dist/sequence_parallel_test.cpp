@@ -79,11 +79,12 @@ TEST_F(SequenceParallel, ContiguousWithLearnedPositionsAndGradAccum) {
 }
 
 // Every row of Note [attention layer options], all at once, with RoPE: the options act on each
-// rank's positions (and queries and keys before each chunk's rotation), so the split run is the
-// one-process run. A row without a setting here fails.
+// rank's positions (queries and keys before each chunk's rotation, values with each chunk's own
+// token ids), so the split run is the one-process run. A row without a setting here fails.
 TEST_F(SequenceParallel, EveryAttentionLayerOptionTrainsTheOneProcessModel) {
   const std::map<std::string, std::string> settings = {{"model.qk_norm", "model.qk_norm=true"},
-                                                              {"model.attention_gate", "model.attention_gate=true"}};
+                                                              {"model.attention_gate", "model.attention_gate=true"},
+                                                              {"model.value_embeddings", "model.value_embeddings=true"}};
   std::vector<std::string> model = {"model.position=rope"};
   for (const layers::AttentionLayerOption& option : layers::kAttentionLayerOptions) {
     ASSERT_TRUE(settings.count(option.key)) << option.key << " has no sequence-parallel case";

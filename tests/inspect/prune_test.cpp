@@ -117,7 +117,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // the gate's rows go with their heads (AttentionHooks::rows_per_query_head)
                       Case{"gpt_qk_norm_attention_gate", "tiny_gpt",
                            {"model.n_heads=4", "model.position=rope", "model.qk_norm=true", "model.attention_gate=true"},
-                           3}),
+                           3},
+                      // a removed group's columns of the value embeddings go with it (columns_per_kv_head)
+                      Case{"gpt_gqa_value_embeddings", "tiny_gpt",
+                           {"model.n_heads=4", "model.n_kv_heads=2", "model.value_embeddings=true", "model.n_layers=2"},
+                           2}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(Prune, RemovingNoHeadIsTheIdentity) {

@@ -22,11 +22,14 @@ using tf::testing::all_close;
 using tf::testing::max_abs_diff;
 
 // B = batch, T = time, C = d_model, H = query heads, G = kv heads, D = head size.
+constexpr int64_t kVocab = 7;  // rows of a value-embedding table
+
 MultiHeadAttention make_layer(int64_t heads, int64_t kv_heads, bool causal, bool rope, uint64_t seed = 1,
                               const AttentionLayerOptions& layer_options = {}) {
   Init init{Rng(seed), DType::f64};
   MultiHeadAttention::Options options = testing::attention_options(heads, kv_heads, causal, rope);
   options.layer = layer_options;
+  options.vocab_size = kVocab;
   MultiHeadAttention layer(options, init);
   ParamList params;
   layer.parameters(params, "");
@@ -48,11 +51,15 @@ double linear_feature(const std::vector<double>& W, const std::vector<double>& b
 // rotates pairs (2i, 2i+1) by pos * 10000^(-2i/D). model.qk_norm first scales each head's q to
 // g_q q / sqrt(mean(q^2) + eps), and k likewise with g_k. model.attention_gate multiplies feature
 // d of head h at position t by sigmoid(row h D + d of x[t] W_g^T + b_g) before W_O.
-Tensor textbook_mha(const MultiHeadAttention& layer, const Tensor& x, const Tensor& key_padding) {
+// model.value_embeddings adds column g D + d of the table's row ids[b, t] to v[t][d].
+Tensor textbook_mha(const MultiHeadAttention& layer, const Tensor& x, const Tensor& key_padding,
+                    const std::vector<int32_t>& ids = {}) {
   const auto& o = layer.options;
   const int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2), H = o.n_heads, G = layer.kv_heads(), D = C / H;
   const std::vector<double> X = x.to_vector(), Wqkv = layer.qkv.weight.to_vector(), bqkv = layer.qkv.bias.to_vector();
   const std::vector<double> Wo = layer.proj.weight.to_vector(), bo = layer.proj.bias.to_vector();
+  const std::vector<double> Ev = o.layer.value_embeddings ? layer.hooks.value_embedding.weight.to_vector()
+                                                          : std::vector<double>{};  // (V, G D)
   std::vector<double> pad(B * T, 1.0);
   if (key_padding.defined()) pad = key_padding.to_vector();
   const auto rms_norm = [&](std::vector<double>& v, const Tensor& scale) {  // v: one head's (D) vector
@@ -78,6 +85,7 @@ Tensor textbook_mha(const MultiHeadAttention& layer, const Tensor& x, const Tens
           q[t][d] = linear_feature(Wqkv, bqkv, X, C, h * D + d, (b * T + t) * C);
           k[t][d] = linear_feature(Wqkv, bqkv, X, C, H * D + g * D + d, (b * T + t) * C);
           v[t][d] = linear_feature(Wqkv, bqkv, X, C, H * D + G * D + g * D + d, (b * T + t) * C);
+          if (o.layer.value_embeddings) v[t][d] += Ev[ids[b * T + t] * G * D + g * D + d];
         }
         if (o.layer.qk_norm) rms_norm(q[t], layer.hooks.q_norm.weight), rms_norm(k[t], layer.hooks.k_norm.weight);
         if (o.rope) rotate(q[t], t), rotate(k[t], t);
@@ -127,13 +135,18 @@ TEST(MultiHeadAttentionLayer, EqualsConcatenatedSingleHeadAttentions) {
       {"qk_norm, padding", 2, 0, false, false, true, {.qk_norm = true}},
       {"attention_gate, GQA H=4 G=2, causal", 4, 2, true, false, false, {.attention_gate = true}},
       {"attention_gate, qk_norm, rope, padding", 2, 0, false, true, true, {.qk_norm = true, .attention_gate = true}},
+      {"value_embeddings, GQA H=4 G=2, causal", 4, 2, true, false, false, {.value_embeddings = true}},
+      {"value_embeddings, qk_norm, rope, padding", 2, 0, false, true, true, {.qk_norm = true, .value_embeddings = true}},
   };
+  const std::vector<int32_t> ids = {3, 0, 6, 3, 1, 2, 2, 5, 0, 4};  // (2, 5): repeats, both ends of the table
+  Context ctx;
+  ctx.token_ids = Tensor::from_ids(ids, {2, 5});
   for (const auto& c : cases) {
     const MultiHeadAttention layer = make_layer(c.heads, c.kv_heads, c.causal, c.rope, 1, c.layer);
     const Tensor x = random_normal({2, 5, 8}, 7);
     const Tensor pad = c.padding ? testing::padding_2x5() : Tensor();
     // f64 throughout: the only differences are summation orders, ~1e-15.
-    EXPECT_TRUE(all_close(layer.forward(x, pad, Context{}), textbook_mha(layer, x, pad), 1e-12, 1e-12)) << c.name;
+    EXPECT_TRUE(all_close(layer.forward(x, pad, ctx), textbook_mha(layer, x, pad, ids), 1e-12, 1e-12)) << c.name;
   }
 }
 
