@@ -92,7 +92,7 @@ struct Context {
   bool recompute = false;
   // The (B, T) i32 ids the model embeds for this forward (a rank's own chunks under sequence
   // parallelism, the new tokens of a decoding step); the model sets it, and value embeddings read it.
-  Tensor token_ids;
+  Tensor token_ids{};
   uint64_t next_seed() const;       // a fresh dropout seed from rng
   Context in_block(int64_t i) const;  // this context with layer = i
   Tensor head_gate() const;           // head_gates[layer], or undefined without gates
