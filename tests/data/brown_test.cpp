@@ -52,8 +52,7 @@ TEST(BrownSentence, BracketsCliticsQuotesAndDashes) {
 // Twelve one-sentence documents ca01..ca12 (plus a file that is not a document).
 void write_sample(const std::filesystem::path& raw) {
   for (int d = 1; d <= 12; ++d) {
-    char name[8];
-    std::snprintf(name, sizeof name, "ca%02d", d);
+    const std::string name = (d < 10 ? "ca0" : "ca") + std::to_string(d);
     write_file(raw / name, "\n\n\tDocument/nn " + std::to_string(d) + "/cd begins/vbz ./.\n\n\n\tIt/pps ends/vbz ?/. ?/.\n");
   }
   write_file(raw / "README", "not/at a/at document/nn");
