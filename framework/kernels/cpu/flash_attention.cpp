@@ -14,6 +14,7 @@
 
 #include "framework/error.h"
 #include "framework/kernels/cpu/exp.h"
+#include "framework/kernels/cpu/sanitize.h"
 #include "framework/kernels/cpu/softmax.h"
 #include "framework/storage_pool.h"
 
@@ -41,6 +42,7 @@ int64_t padded(int64_t n) { return (n + kTileN - 1) / kTileN * kTileN; }
 // against 39-44 for cblas_sgemm on the same blocks, 15-22 for a row-at-a-time axpy loop (C through
 // memory) and 8-11 for dot products over D (a horizontal sum per score).
 template <int R, bool Accumulate>
+TF_UNINSTRUMENTED  // Note [uninstrumented micro-kernels] (sanitize.h)
 inline void tile(int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c,
                  int64_t ldc) {
   float acc[R * kTileN];  // (R, kTileN)
@@ -72,6 +74,14 @@ void tile_row(int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col
 template <bool Accumulate>
 void block_product(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
                    int64_t ldb, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  // The tiles run uninstrumented (Note [uninstrumented micro-kernels]); the spans they touch:
+  // a(i, p) for i < m, p < k; B's rows p < k of n columns; C's rows i < m.
+  if (k > 0) {
+    check_addressable(a, ((m - 1) * a_row + (k - 1) * a_col + 1) * sizeof(float));
+    check_addressable(b, ((k - 1) * ldb + n) * sizeof(float));
+  }
+  check_addressable(c, ((m - 1) * ldc + n) * sizeof(float));
   int64_t i = 0;
   for (; i + kTileM <= m; i += kTileM)
     tile_row<kTileM, Accumulate>(n, k, a + i * a_row, a_row, a_col, b, ldb, c + i * ldc, ldc);
