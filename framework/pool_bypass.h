@@ -2,10 +2,8 @@
 // request to the system allocator, since reusing freed blocks would hide use-after-free from it.
 #pragma once
 
-#if defined(__SANITIZE_ADDRESS__)
+#include "framework/sanitize.h"
+
+#if defined(TF_ADDRESS_SANITIZER)
 #define TF_POOL_BYPASS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TF_POOL_BYPASS 1
-#endif
 #endif

@@ -1,20 +1,18 @@
-// check_addressable (framework/kernels/cpu/sanitize.h): the whole-span check that stands in for the
+// check_addressable (framework/sanitize.h): the whole-span check that stands in for the
 // per-access instrumentation of the uninstrumented micro-kernels. It must report a span that runs
 // past its buffer, or over freed memory, and stay silent for one inside it. Only the sanitizer pass
 // of scripts/test.sh can see it work: elsewhere it is a no-op and the test skips.
-#include "framework/kernels/cpu/sanitize.h"
+#include "framework/sanitize.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "framework/pool_bypass.h"
-
-namespace tf::kernels {
+namespace tf {
 namespace {
 
 TEST(CheckAddressable, ReportsASpanPastItsBufferOrFreedAndPassesOneInside) {
-#ifndef TF_POOL_BYPASS
+#ifndef TF_ADDRESS_SANITIZER
   GTEST_SKIP() << "AddressSanitizer is off: check_addressable is a no-op";
 #else
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -34,4 +32,4 @@ TEST(CheckAddressable, ReportsASpanPastItsBufferOrFreedAndPassesOneInside) {
 }
 
 }  // namespace
-}  // namespace tf::kernels
+}  // namespace tf

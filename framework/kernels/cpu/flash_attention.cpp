@@ -14,8 +14,8 @@
 
 #include "framework/error.h"
 #include "framework/kernels/cpu/exp.h"
-#include "framework/kernels/cpu/sanitize.h"
 #include "framework/kernels/cpu/softmax.h"
+#include "framework/sanitize.h"
 #include "framework/storage_pool.h"
 
 namespace tf::kernels {
@@ -42,7 +42,7 @@ int64_t padded(int64_t n) { return (n + kTileN - 1) / kTileN * kTileN; }
 // against 39-44 for cblas_sgemm on the same blocks, 15-22 for a row-at-a-time axpy loop (C through
 // memory) and 8-11 for dot products over D (a horizontal sum per score).
 template <int R, bool Accumulate>
-TF_UNINSTRUMENTED  // Note [uninstrumented micro-kernels] (sanitize.h)
+TF_UNINSTRUMENTED  // Note [uninstrumented micro-kernels] (framework/sanitize.h)
 inline void tile(int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c,
                  int64_t ldc) {
   float acc[R * kTileN];  // (R, kTileN)

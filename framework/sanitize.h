@@ -14,19 +14,29 @@
 #pragma once
 #include <cstddef>
 
+// TF_ADDRESS_SANITIZER: defined when AddressSanitizer instruments this translation unit (gcc says so
+// by __SANITIZE_ADDRESS__, clang by __has_feature).
 #if defined(__SANITIZE_ADDRESS__)
+#define TF_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TF_ADDRESS_SANITIZER 1
+#endif
+#endif
+
+#if defined(TF_ADDRESS_SANITIZER)
 #include <sanitizer/asan_interface.h>
 #endif
 
 #define TF_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
 
-namespace tf::kernels {
+namespace tf {
 
 // Under AddressSanitizer: if any of the `bytes` bytes from `begin` is not addressable (past the end
 // of its buffer, freed), reads that byte through an instrumented load, so that AddressSanitizer
 // reports it as the invalid access it is. Elsewhere nothing.
 inline void check_addressable(const void* begin, size_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TF_ADDRESS_SANITIZER)
   if (bytes == 0) return;
   if (void* bad = __asan_region_is_poisoned(const_cast<void*>(begin), bytes))
     static_cast<void>(*static_cast<volatile const char*>(bad));
@@ -36,4 +46,4 @@ inline void check_addressable(const void* begin, size_t bytes) {
 #endif
 }
 
-}  // namespace tf::kernels
+}  // namespace tf
