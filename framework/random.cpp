@@ -1,4 +1,4 @@
-// Philox4x32-10 and the distributions built on it.
+// The distributions built on Philox4x32-10 (philox4x32 itself is inline, in framework/random.h).
 #include "framework/random.h"
 
 #include <cmath>
@@ -6,24 +6,9 @@
 
 namespace tf {
 
-std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter_hi, uint64_t counter_lo) {
-  constexpr uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
-  std::array<uint32_t, 4> c{static_cast<uint32_t>(counter_lo), static_cast<uint32_t>(counter_lo >> 32),
-                            static_cast<uint32_t>(counter_hi), static_cast<uint32_t>(counter_hi >> 32)};
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-  for (int round = 0; round < 10; ++round) {
-    const uint64_t p0 = static_cast<uint64_t>(M0) * c[0], p1 = static_cast<uint64_t>(M1) * c[2];
-    c = {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0, static_cast<uint32_t>(p1),
-         static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1, static_cast<uint32_t>(p0)};
-    k0 += W0;
-    k1 += W1;
-  }
-  return c;
-}
-
 uint64_t Rng::next_u64() {
-  const auto w = philox4x32(seed_, 0x5eed, counter_++);
-  return static_cast<uint64_t>(w[0]) << 32 | w[1];
+  const PhiloxWords w = philox4x32(seed_, 0x5eed, counter_++);
+  return static_cast<uint64_t>(w.word[0]) << 32 | w.word[1];
 }
 
 double Rng::uniform() { return (next_u64() >> 11) * 0x1.0p-53; }
@@ -40,8 +25,8 @@ int64_t Rng::uniform_int(int64_t n) {
 }
 
 Rng Rng::fork(uint64_t stream) const {
-  const auto w = philox4x32(seed_ ^ 0xf0f0f0f0f0f0f0f0ull, stream, counter_);
-  return Rng(static_cast<uint64_t>(w[0]) << 32 | w[1]);
+  const PhiloxWords w = philox4x32(seed_ ^ 0xf0f0f0f0f0f0f0f0ull, stream, counter_);
+  return Rng(static_cast<uint64_t>(w.word[0]) << 32 | w.word[1]);
 }
 
 Tensor randn(const Shape& shape, Rng& rng, double std, DType dtype) {

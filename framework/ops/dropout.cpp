@@ -7,8 +7,9 @@
 // would own it. Recomputing is exact, because a counter-based draw depends only on its (seed,
 // index), not on generator state or on how the loop was split across threads; it costs a second
 // Philox draw per element. That draw dominates dropout: ~15 ns per element per thread (thread CPU
-// time, 4M elements, AVX machine), against < 1 ns for the multiply; a hand-vectorised 16-lane Philox
-// measured only 1.3x faster without AVX2, so the plain loop stays.
+// time, 4M elements, AVX machine, when philox4x32 was still an out-of-line call; it is inline now),
+// against < 1 ns for the multiply; a hand-vectorised 16-lane Philox measured only 1.3x faster without
+// AVX2, so the plain loop stays.
 #include "framework/ops/dropout.h"
 
 #include <cmath>
@@ -22,8 +23,9 @@ namespace {
 
 // out[i] = 0 if uniform_at(seed, i) < p, else in[i] / (1 - p). One loop for every dtype: the draw
 // dominates, and the result does not depend on the split, so it is both reference and fast path.
+// Uninstrumented, its spans checked whole by `masked` (Note [uninstrumented micro-kernels]).
 template <class T>
-void apply_dropout_mask(const T* in, int64_t n, double p, uint64_t seed, T* out) {
+TF_UNINSTRUMENTED void apply_dropout_mask(const T* in, int64_t n, double p, uint64_t seed, T* out) {
   const T scale = static_cast<T>(1.0 / (1.0 - p));
 #pragma omp parallel for schedule(static) if (n >= (1 << 14))
   for (int64_t i = 0; i < n; ++i) out[i] = uniform_at(seed, static_cast<uint64_t>(i)) < p ? T(0) : in[i] * scale;
@@ -33,6 +35,8 @@ Tensor masked(const Tensor& in, double p, uint64_t seed) {
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   dispatch(in.dtype(), [&](auto zero) {
     using T = decltype(zero);
+    check_addressable(in.data<T>(), sizeof(T) * in.numel());
+    check_addressable(out.data<T>(), sizeof(T) * in.numel());
     apply_dropout_mask<T>(in.data<T>(), in.numel(), p, seed, out.data<T>());
   });
   return out;
