@@ -12,6 +12,7 @@
 //   bench_train_step --config A --vs-deterministic 5            # train.deterministic's cost
 //   bench_train_step --config B --vs-recompute 5                # train.recompute blocks' cost
 //   bench_train_step --config A --thread-split ops              # threads within each op, not by rows
+//   bench_train_step --config A --vs-bf16 5                     # train.matmul_precision bf16 against fp32
 //
 // Configs A..E: bench/bench_configs.h.
 //
@@ -113,6 +114,7 @@ struct TrainOptions {
   bool deterministic = false; // train.deterministic's kernels (kernels::DeterministicScope)
   bool recompute = false;     // train.recompute blocks (Note [recomputed blocks] in layers/block.cpp)
   std::string thread_split = "auto";  // train.thread_split (Note [batch-split threads])
+  bool bf16 = false;          // train.matmul_precision: bf16 (Note [bfloat16 matmuls] in kernels/onednn.cpp)
 };
 
 // Into how many parts of rows the threads split a step, by the trainer's own rule.
@@ -128,6 +130,7 @@ int64_t split_parts(const BenchConfig& b, const TrainOptions& o, int threads) {
 // norm 1, AdamW (lr 1e-3, betas 0.9/0.99, weight decay 0.1 on weights only: the recipe defaults).
 double run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
   const kernels::DeterministicScope deterministic(o.deterministic);
+  const kernels::Bf16MatmulScope bf16(o.bf16);  // clipping and AdamW have no matmuls: as the trainer's step
   layers::Init init{Rng(o.seed), DType::f32};
   const layers::ModelConfig mc = model_config(b, b.seq);
   std::unique_ptr<layers::LanguageModel> model = layers::build_model(mc, init);
@@ -190,17 +193,18 @@ double run_train(const BenchConfig& b, const TrainOptions& o, int threads) {
       "\"layers\": %lld, \"heads\": %lld, \"seq\": %lld, \"batch\": %lld, \"threads\": %d, \"steps\": %lld, "
       "\"warmup\": %lld, \"params\": %lld, \"non_embedding_params\": %lld, \"flops_per_token\": %.0f, "
       "\"tokens_per_s\": %.2f, \"step_s_median\": %.6f, \"model_gflops\": %.3f, \"peak_rss_mb\": %.1f, "
-      "\"loss_first\": %.6f, \"loss_last\": %.6f, \"deterministic\": %s, \"recompute\": %s, \"split_parts\": %lld}\n",
+      "\"loss_first\": %.6f, \"loss_last\": %.6f, \"deterministic\": %s, \"recompute\": %s, \"bf16\": %s, "
+      "\"split_parts\": %lld}\n",
       b.name.c_str(), b.arch.c_str(), (long long)b.d_model, (long long)b.layers, (long long)b.heads,
       (long long)b.seq, (long long)b.batch, threads, (long long)o.steps, (long long)o.warmup, (long long)params,
       (long long)non_embedding, flops_per_token, tokens_per_s, median(step_seconds),
       tokens_per_s * flops_per_token * 1e-9, peak_rss_mb(), losses.empty() ? 0.0 : losses.front(),
       losses.empty() ? 0.0 : losses.back(), o.deterministic ? "true" : "false", o.recompute ? "true" : "false",
-      (long long)parts);
+      o.bf16 ? "true" : "false", (long long)parts);
   return tokens_per_s;
 }
 
-// An option's cost (train.deterministic, train.recompute): default runs and runs with `option` on
+// An option's cost (train.deterministic, train.recompute) or gain (train.matmul_precision: bf16): default runs and runs with `option` on
 // alternated `rounds` times in this process (a noisy machine slows both alike), and the median of the
 // per-round throughput ratios.
 void run_option_ratio(const BenchConfig& b, TrainOptions o, int threads, int rounds, const char* name,
@@ -321,6 +325,10 @@ int main(int argc, char** argv) {
   int recompute_rounds = 0;
   app.add_option("--vs-recompute", recompute_rounds,
                  "alternate default and --recompute runs this many times; print the median throughput ratio");
+  int bf16_rounds = 0;
+  app.add_flag("--bf16", train.bf16, "train.matmul_precision: bf16: the step's matmuls on operands rounded to bfloat16");
+  app.add_option("--vs-bf16", bf16_rounds, "alternate default and --bf16 runs this many times; print the median throughput ratio")
+      ->check(CLI::PositiveNumber);
   app.add_option("--thread-split", train.thread_split,
                  "train.thread_split: auto (as the trainer: by rows with more than one thread), batch or ops")
       ->check(CLI::IsMember({"auto", "batch", "ops"}))
@@ -354,6 +362,10 @@ int main(int argc, char** argv) {
     }
     if (recompute_rounds > 0) {
       run_option_ratio(b, train, n_threads, recompute_rounds, "recompute", &TrainOptions::recompute);
+      return 0;
+    }
+    if (bf16_rounds > 0) {
+      run_option_ratio(b, train, n_threads, bf16_rounds, "bf16", &TrainOptions::bf16);
       return 0;
     }
     run_train(b, train, n_threads);

@@ -76,6 +76,9 @@ struct TrainConfig {
   // off, or blocks: each transformer block keeps only its input and runs again during backward
   // (Note [recomputed blocks] in layers/block.cpp): the same numbers, less memory, ~1/4 more time
   std::string recompute = "off";
+  // fp32 | bf16 | auto: a step's matmuls multiply operands rounded to bfloat16, accumulating in float32
+  // (Note [bfloat16 matmuls] in framework/kernels/onednn.cpp); auto: bf16 where the CPU has it in hardware
+  std::string matmul_precision = "fp32";
   std::string time_budget;  // "" (also written 0 or none) or a duration ("90s", "5m", "1.5h"): the step
                             // count is fixed from the measured speed so the run ends on time (Note [time budget])
 };

@@ -20,6 +20,7 @@ bool continuable(const std::string& key) {
     if (key.rfind(prefix, 0) == 0) return true;
   for (const char* exact : {"train.steps", "train.threads", "train.anomaly", "train.deterministic", "train.time_budget",
                             "train.sequence_parallel", "train.recompute", "train.thread_split",
+                            "train.matmul_precision",
                             "optim.lr", "optim.muon_lr", "data.cache_dir", "data.root"})
     if (key == exact) return true;
   return false;

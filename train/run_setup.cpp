@@ -135,6 +135,8 @@ void dry_run(const Recipe& recipe, const Recipe& planned, const RunPlan& plan, c
              const RunFolderContents& earlier, std::ostream& out) {
   out << planned.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
       << "openmp waiting        " << describe_wait_policy() << "\n"
+      << "matmuls               " << (bf16_matmuls(recipe.train) ? "bf16 operands, float32 sums" : "fp32")
+      << " (train.matmul_precision: " << recipe.train.matmul_precision << ")\n"
       << "vocabulary            " << planned.model.vocab_size << " (" << planned.data.tokenizer << ")\n"
       << "data                  " << corpus_text << "\n"
       << "tokens                " << corpus.train_count << " training, " << corpus.val_count << " validation\n";
@@ -181,7 +183,8 @@ void print_run_header(const Run& run, const RunPlan& plan, int threads, int rank
       << (ranks > 1 ? std::to_string(ranks) + " ranks (mpirun) x " : std::string()) << threads
       << (threads == 1 ? " thread" : " threads") << (ranks > 1 ? " each" : "")
       << threads_origin(run.recipe.train.threads)
-      << (batch_split_parts(run.recipe, threads, ranks) > 1 ? " splitting the batch's rows" : "") << ", " << corpus_text
+      << (batch_split_parts(run.recipe, threads, ranks) > 1 ? " splitting the batch's rows" : "")
+      << (bf16_matmuls(run.recipe.train) ? ", bf16 matmuls" : "") << ", " << corpus_text
       << "\n";
   if (start.resume_from)
     out << (options.branch ? "branching from " : "resuming from ") << start.resume_from->string() << " at step "

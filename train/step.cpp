@@ -9,6 +9,8 @@
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
 #include "framework/dist/comm.h"
+#include "framework/kernels/bf16.h"
+#include "framework/kernels/mode.h"
 #include "framework/ops/elementwise.h"
 #include "optim/clip.h"
 #include "train/sequence_parallel.h"
@@ -45,6 +47,10 @@ std::string ranks_message(int64_t grad_accum, int64_t ranks) {
                 ") or run on a number of ranks that divides ", grad_accum);
 }
 
+bool bf16_matmuls(const TrainConfig& train) {
+  return train.matmul_precision == "bf16" || (train.matmul_precision == "auto" && kernels::native_bf16());
+}
+
 StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
   const double lr = run.schedule.lr_at(run.step);
   run.optimizer->set_lr(lr);
@@ -72,42 +78,46 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
     run.batch_split_chosen = true;
   }
   double loss_sum = 0;
-  for (int64_t micro = 0; micro < accum; ++micro) {
-    const Batch batch = [&] {
-      profile::Scope scope("batches.next");
-      return batches.next();
-    }();
-    const int64_t local = micro - first_local;
-    if (local < 0 || local >= local_count) continue;
-    // Dropout draws from a stream of each micro-batch's own (the step's generator forked by the
-    // micro-batch's index), so that rank r's micro-batch draws what it would draw in one process.
-    // Sequence parallel ranks draw apart too: their masks cover different positions.
-    Rng micro_rng = run.dropout_rng.fork(static_cast<uint64_t>(micro));
-    if (split) micro_rng = micro_rng.fork(static_cast<uint64_t>(comm.rank()));
-    layers::Context micro_ctx = ctx;
-    if (ctx.rng) micro_ctx.rng = &micro_rng;
-    Tensor inputs = batch.inputs, targets = batch.targets;
-    if (split) {  // this rank's columns; the loss is the mean of the ranks' equal shares
-      micro_ctx.shard = &run.sequence_split->shard;
-      inputs = columns(batch.inputs, run.sequence_split->positions);
-      targets = columns(batch.targets, run.sequence_split->positions);
-    }
-    try {
-      run.grad_sync->begin_micro(local, local_count);
-      const int64_t parts = accum * (split ? ranks : 1);
-      if (run.batch_split) {
-        loss_sum += run.batch_split->run(*run.model, inputs, targets, batch.key_padding, micro_ctx,
-                                         1.0 / static_cast<double>(parts));
-      } else {
-        const Tensor loss = run.model->loss(inputs, targets, batch.key_padding, micro_ctx);
-        loss_sum += loss.item();
-        backward(parts == 1 ? loss : ops::scale(loss, 1.0 / static_cast<double>(parts)));
+  {
+    // The forward and backward only: the optimizer (Muon's Newton-Schulz products too) stays float32.
+    const kernels::Bf16MatmulScope precision(bf16_matmuls(run.recipe.train));
+    for (int64_t micro = 0; micro < accum; ++micro) {
+      const Batch batch = [&] {
+        profile::Scope scope("batches.next");
+        return batches.next();
+      }();
+      const int64_t local = micro - first_local;
+      if (local < 0 || local >= local_count) continue;
+      // Dropout draws from a stream of each micro-batch's own (the step's generator forked by the
+      // micro-batch's index), so that rank r's micro-batch draws what it would draw in one process.
+      // Sequence parallel ranks draw apart too: their masks cover different positions.
+      Rng micro_rng = run.dropout_rng.fork(static_cast<uint64_t>(micro));
+      if (split) micro_rng = micro_rng.fork(static_cast<uint64_t>(comm.rank()));
+      layers::Context micro_ctx = ctx;
+      if (ctx.rng) micro_ctx.rng = &micro_rng;
+      Tensor inputs = batch.inputs, targets = batch.targets;
+      if (split) {  // this rank's columns; the loss is the mean of the ranks' equal shares
+        micro_ctx.shard = &run.sequence_split->shard;
+        inputs = columns(batch.inputs, run.sequence_split->positions);
+        targets = columns(batch.targets, run.sequence_split->positions);
       }
-      run.grad_sync->end_micro(local, local_count);
-    } catch (const Error& e) {
-      run.grad_sync->abandon();
-      if (!anomaly_detection()) throw;  // anomaly mode's errors are the user's to act on: say the step
-      throw InputError(concat("step ", run.step + 1, ": ", e.what(), "; stopping (no checkpoint of this state is written)"));
+      try {
+        run.grad_sync->begin_micro(local, local_count);
+        const int64_t parts = accum * (split ? ranks : 1);
+        if (run.batch_split) {
+          loss_sum += run.batch_split->run(*run.model, inputs, targets, batch.key_padding, micro_ctx,
+                                           1.0 / static_cast<double>(parts));
+        } else {
+          const Tensor loss = run.model->loss(inputs, targets, batch.key_padding, micro_ctx);
+          loss_sum += loss.item();
+          backward(parts == 1 ? loss : ops::scale(loss, 1.0 / static_cast<double>(parts)));
+        }
+        run.grad_sync->end_micro(local, local_count);
+      } catch (const Error& e) {
+        run.grad_sync->abandon();
+        if (!anomaly_detection()) throw;  // anomaly mode's errors are the user's to act on: say the step
+        throw InputError(concat("step ", run.step + 1, ": ", e.what(), "; stopping (no checkpoint of this state is written)"));
+      }
     }
   }
   run.dropout_rng.next_u64();  // the next step's micro-batches fork from the next state

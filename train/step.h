@@ -21,6 +21,10 @@ struct StepResult {
 // across ranks (train/grad_sync.h); every rank leaves with the same parameters and result.
 StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx);
 
+// Whether a step's matmuls run in bfloat16: train.matmul_precision bf16, or auto on a CPU that
+// multiplies bfloat16 in hardware (kernels::native_bf16).
+bool bf16_matmuls(const TrainConfig& train);
+
 // The error for a grad_accum that `ranks` processes cannot divide.
 std::string ranks_message(int64_t grad_accum, int64_t ranks);
 

@@ -13,6 +13,7 @@
 // b_broadcast, one matrix shared by every batch (a weight). Three implementations:
 //   matmul_reference  plain loops, float and double: the oracle and the fallback
 //   matmul_onednn     oneDNN matmul primitive (float), cached by dims; the default fast path
+//                     (under kernels::Bf16MatmulScope, on operands rounded to bfloat16)
 //   matmul_blas       OpenBLAS cblas_sgemm, one call per batch entry; cblas_sgemv for one row
 #pragma once
 #include <cstdint>
@@ -51,7 +52,7 @@ void matmul_one_row(const MatmulDims& d, const float* a, const float* b, float* 
 void matmul_deterministic(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias = nullptr);
 inline void matmul_fast(const MatmulDims& d, const float* a, const float* b, float* c, const float* bias = nullptr) {
   if (deterministic()) return matmul_deterministic(d, a, b, c, bias);
-  if (d.m == 1 && d.batch == 1) return matmul_one_row(d, a, b, c, bias);
+  if (d.m == 1 && d.batch == 1 && !bf16_matmuls()) return matmul_one_row(d, a, b, c, bias);  // gemv is float32
   matmul_onednn(d, a, b, c, bias);
 }
 

@@ -1,6 +1,7 @@
 // Kernel selection: float32 ops use the fast kernels unless a ReferenceKernelsGuard is alive on
 // this thread (tests use it to compare the fast path with the reference; float64 is always
-// reference); and, process-wide, whether results must not depend on the number of threads.
+// reference); and, process-wide, whether results must not depend on the number of threads and
+// whether matmuls multiply in bfloat16.
 #pragma once
 
 namespace tf::kernels {
@@ -37,6 +38,23 @@ class DeterministicScope {
   ~DeterministicScope();
   DeterministicScope(const DeterministicScope&) = delete;
   DeterministicScope& operator=(const DeterministicScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// While a Bf16MatmulScope is alive (train.matmul_precision: bf16), the fast float matmuls multiply A
+// and B rounded to bfloat16, accumulating and writing float32 (Note [bfloat16 matmuls] in
+// kernels/onednn.cpp). Process-wide like DeterministicScope, for the same reason. The reference
+// kernels stay float32; training sets the scope around a step's forward and backward only, so that
+// evaluation, sampling and the optimizer multiply in float32.
+bool bf16_matmuls();
+class Bf16MatmulScope {
+ public:
+  explicit Bf16MatmulScope(bool on);
+  ~Bf16MatmulScope();
+  Bf16MatmulScope(const Bf16MatmulScope&) = delete;
+  Bf16MatmulScope& operator=(const Bf16MatmulScope&) = delete;
 
  private:
   bool previous_;
