@@ -8,7 +8,8 @@
 // 1/8 of its power of two above (at most 12.5% slack), so nearby sizes (a sampler's growing
 // context) share classes. The cache is bounded (TAPEFORMER_POOL_MB, default 4096 MiB of idle
 // blocks): past that, released blocks go back to the system.
-// Under AddressSanitizer the pool is bypassed: reuse would hide use-after-free from it.
+// Under AddressSanitizer idle blocks and each block's slack are poisoned (Note [the pool under
+// AddressSanitizer] in storage_pool.cpp).
 #pragma once
 #include <algorithm>
 #include <cstddef>

@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include "framework/storage_pool.h"
+
 namespace tf {
 namespace {
 
@@ -28,6 +30,33 @@ TEST(CheckAddressable, ReportsASpanPastItsBufferOrFreedAndPassesOneInside) {
     freed = gone.data();
   }
   EXPECT_DEATH(check_addressable(freed, sizeof(float)), "heap-use-after-free");
+#endif
+}
+
+// The storage pool tells AddressSanitizer what it knows (Note [the pool under AddressSanitizer] in
+// framework/storage_pool.cpp): a released block, a block's slack past the bytes asked, and a second
+// release are each reported; a block handed out again is addressable for the new size.
+TEST(StoragePoolPoisoning, ReportsIdleBlocksSlackAndDoubleRelease) {
+#ifndef TF_ADDRESS_SANITIZER
+  GTEST_SKIP() << "AddressSanitizer is off: the pool poisons nothing";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  storage_pool::trim();
+  const size_t asked = 1250 * sizeof(float);  // 5000 bytes: size class 4096 + 1024 = 5120
+  std::byte* block = storage_pool::acquire(asked);
+  check_addressable(block, asked);
+  EXPECT_DEATH(check_addressable(block + asked, 1), "use-after-poison");
+  storage_pool::release(block, asked);
+  EXPECT_DEATH(check_addressable(block, 1), "use-after-poison");
+  EXPECT_DEATH(check_addressable(block + 4000, 4), "use-after-poison");
+  EXPECT_DEATH(storage_pool::release(block, asked), "use-after-poison");
+
+  std::byte* again = storage_pool::acquire(asked + 100);  // the same class: the same block
+  ASSERT_EQ(again, block);
+  check_addressable(again, asked + 100);
+  EXPECT_DEATH(check_addressable(again + asked + 100, 1), "use-after-poison");
+  storage_pool::release(again, asked + 100);
+  storage_pool::trim();  // the system's free of a block that was poisoned idle
 #endif
 }
 

@@ -26,9 +26,6 @@ struct Counts {
 class SteadyState : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(SteadyState, WarmStepsAllocateNothing) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "the storage pool is bypassed under AddressSanitizer";
-#endif
   tf::testing::TempDir tmp;
   const auto text = tmp / "text.txt";
   tf::testing::write_file(text, tf::testing::english_text(4000));
@@ -56,9 +53,6 @@ INSTANTIATE_TEST_SUITE_P(Models, SteadyState, ::testing::Values("tiny_gpt", "tin
 // bytes every time (parameters, their gradients, the optimizer's state), so no part's activation,
 // gradient or private gradient outlives its step, however the threads interleaved.
 TEST(SteadyState, BatchSplitStepsKeepNothingPastTheirEnd) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "the storage pool is bypassed under AddressSanitizer";
-#endif
   const int threads_before = omp_get_max_threads();
   omp_set_num_threads(2);
   tf::testing::TempDir tmp;
@@ -81,9 +75,6 @@ TEST(SteadyState, BatchSplitStepsKeepNothingPastTheirEnd) {
 }
 
 TEST(StoragePool, ReusesFreedBlocksOfTheSameClassAndTrimReturnsThem) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "the storage pool is bypassed under AddressSanitizer";
-#endif
   storage_pool::trim();
   const uint64_t before = storage_allocation_count();
   const std::byte* first = nullptr;
