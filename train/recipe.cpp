@@ -211,6 +211,18 @@ class Binder {
               std::to_string(m.max_seq_len) + "): the model has no positions beyond it", {"model.max_seq_len"});
     check(m.arch != layers::Architecture::bert || r.data.seq_len >= 3, "data.seq_len",
           "data.seq_len must be at least 3 for a BERT ([CLS], one token, [SEP])", {"model.arch"});
+    check(r.data.seq_len_start <= r.data.seq_len, "data.seq_len_start",
+          "data.seq_len_start (" + std::to_string(r.data.seq_len_start) + ") exceeds data.seq_len (" +
+              std::to_string(r.data.seq_len) + "): the windows grow to data.seq_len, not beyond it",
+          {"data.seq_len"});
+    check(m.arch != layers::Architecture::bert || r.data.seq_len_warmup == 0, "data.seq_len_warmup",
+          "data.seq_len_warmup is for a GPT: a BERT's window ends in [SEP], which a shortened window would lose; "
+          "remove the key",
+          {"model.arch"});
+    check(r.train.sequence_parallel == "off" || r.data.seq_len_warmup == 0, "data.seq_len_warmup",
+          "data.seq_len_warmup and train.sequence_parallel: " + r.train.sequence_parallel +
+              " cannot be combined: the ranks split windows of one fixed length; remove one of them",
+          {"train.sequence_parallel"});
     check(r.data.corpus != "files" || !r.data.train_path.empty(), "data.corpus",
           "data.corpus is 'files' but data.train_path is empty: name UTF-8 text files, folders or globs",
           {"data.train_path"});

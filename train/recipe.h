@@ -36,6 +36,8 @@ struct DataConfig {
   int64_t bpe_vocab_size = 1024;     // tokenizer: bpe
   int64_t bpe_sample_mb = 64;        // tokenizer: bpe; the merges are learned from at most this much text
   int64_t seq_len = 128;             // tokens per training window
+  int64_t seq_len_warmup = 0;       // GPT: steps over which windows grow to seq_len (train/seq_len_warmup.h); 0: off
+  int64_t seq_len_start = 0;        // GPT: the first steps' window length; 0: seq_len / 4
   std::string cache_dir;             // the token shards; "": <root>/shards
   double mask_prob = 0.15;           // BERT: fraction of positions chosen for prediction
   double mask_span = 1;              // BERT: mean span length (SpanBERT); 1: positions chosen independently

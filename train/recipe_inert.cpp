@@ -72,6 +72,9 @@ std::vector<Rule> rules(const Recipe& r) {
       {{"data.bpe_vocab_size", "data.bpe_sample_mb"}, r.data.tokenizer != "bpe",
        "data.tokenizer is " + r.data.tokenizer + "; remove the key, or set data.tokenizer: bpe"},
       {{"data.mask_prob", "data.mask_span", "data.mask_replace_prob", "data.random_replace_prob"}, gpt, "model.arch is gpt, and only a BERT masks positions to predict; remove the key"},
+      {{"data.seq_len_start"}, r.data.seq_len_warmup == 0,
+       "data.seq_len_warmup is 0, so every window has data.seq_len tokens; remove the key, or set "
+       "data.seq_len_warmup"},
       {{"data.vocab_size"}, r.data.corpus != "tokens",
        "data.corpus is " + r.data.corpus + ", whose vocabulary the tokenizer learns from the text; remove the key"},
       {{"data.tokenizer", "data.bpe_vocab_size", "data.bpe_sample_mb"}, r.data.corpus == "tokens",

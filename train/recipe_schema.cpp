@@ -284,6 +284,8 @@ std::vector<Field> run_fields() {
       integer("data.bpe_vocab_size", "tokenizer bpe: vocabulary size including the 256 bytes", REF(data.bpe_vocab_size), 260, 1 << 20),
       integer("data.bpe_sample_mb", "tokenizer bpe: megabytes of the training text the merges are learned from (a sample spread over it; docs/data.md)", REF(data.bpe_sample_mb), 1, 1 << 20),
       integer("data.seq_len", "tokens per training window; at most model.max_seq_len", REF(data.seq_len), 1, 1 << 20),
+      integer("data.seq_len_warmup", "GPT: steps over which the training windows grow linearly from data.seq_len_start to data.seq_len, in multiples of 8 (sequence-length warm-up, Li et al. 2022); 0: every step at data.seq_len", REF(data.seq_len_warmup), 0, 1 << 30),
+      integer("data.seq_len_start", "GPT, with data.seq_len_warmup: the first steps' window length; 0: a quarter of data.seq_len", REF(data.seq_len_start), 0, 1 << 20),
       text("data.cache_dir", "folder of the prepared token shards (docs/data.md); empty: <data root>/shards; deleting it costs one preparation", REF(data.cache_dir)),
       text("data.brown_dir", "corpus brown: the folder setup fills (raw documents in <brown_dir>/raw; the split is written beside them); empty: <data root>/brown", REF(data.brown_dir)),
       number("data.mask_prob", "BERT: fraction of positions chosen for prediction", REF(data.mask_prob), 0.0, 1.0, true),

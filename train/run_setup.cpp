@@ -32,6 +32,7 @@
 #include "train/run_history.h"
 #include "train/run.h"
 #include "train/sample.h"
+#include "train/seq_len_warmup.h"
 #include "train/sequence_parallel.h"
 #include "train/step.h"
 #include "train/thread_split.h"
@@ -142,8 +143,12 @@ void dry_run(const Recipe& recipe, const Recipe& planned, const RunPlan& plan, c
       << "tokens                " << corpus.train_count << " training, " << corpus.val_count << " validation\n";
   if (const double budget = parse_duration(recipe.train.time_budget).value_or(0); budget > 0)
     out << "time budget           " << recipe.train.time_budget << " (" << budget << " s of training): after "
-        << kBudgetMeasuredSteps << " steps the step count is fixed from their speed so the run ends on time, "
+        << kBudgetMeasuredSteps << " steps" << (recipe.data.seq_len_warmup > 0 ? " at the full window length" : "")
+        << " the step count is fixed from their speed so the run ends on time, "
         << "at most train.steps = " << recipe.train.steps << "\n";
+  if (recipe.data.seq_len_warmup > 0)
+    out << "windows               " << seq_len_start(recipe.data) << " tokens, growing to " << recipe.data.seq_len
+        << " over the first " << recipe.data.seq_len_warmup << " steps (data.seq_len_warmup)\n";
   TF_CHECK_INPUT(too_large.empty(), "--dry-run: train would refuse this run: ", too_large);
   TF_CHECK_INPUT(!refuses_folder, "--dry-run: train would refuse this run: checkpoint.dir '",
                  recipe.checkpoint.dir, "' already holds a run (", earlier.describe(),

@@ -13,6 +13,7 @@
 #include "framework/kernels/mode.h"
 #include "framework/ops/elementwise.h"
 #include "optim/clip.h"
+#include "train/seq_len_warmup.h"
 #include "train/sequence_parallel.h"
 #include "train/thread_split.h"
 
@@ -77,6 +78,8 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
     if (parts > 1) run.batch_split = std::make_shared<BatchSplit>(parameter_tensors(run), parts);
     run.batch_split_chosen = true;
   }
+  // data.seq_len_warmup: this step trains on the first `window` columns of its windows.
+  const int64_t window = window_length(run.recipe.data, run.step);
   double loss_sum = 0;
   {
     // The forward and backward only: the optimizer (Muon's Newton-Schulz products too) stays float32.
@@ -95,7 +98,7 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
       if (split) micro_rng = micro_rng.fork(static_cast<uint64_t>(comm.rank()));
       layers::Context micro_ctx = ctx;
       if (ctx.rng) micro_ctx.rng = &micro_rng;
-      Tensor inputs = batch.inputs, targets = batch.targets;
+      Tensor inputs = first_columns(batch.inputs, window), targets = first_columns(batch.targets, window);
       if (split) {  // this rank's columns; the loss is the mean of the ranks' equal shares
         micro_ctx.shard = &run.sequence_split->shard;
         inputs = columns(batch.inputs, run.sequence_split->positions);
@@ -143,7 +146,8 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
     run.optimizer->step();
   }
   ++run.step;
-  run.tokens_seen += accum * run.recipe.train.batch_size * run.recipe.data.seq_len;
+  result.tokens = accum * run.recipe.train.batch_size * window;
+  run.tokens_seen += result.tokens;
   return result;
 }
 

@@ -12,6 +12,7 @@ namespace tf::train {
 struct StepResult {
   double loss = 0;       // mean training loss over the micro-batches
   double grad_norm = 0;  // global gradient norm before clipping
+  int64_t tokens = 0;    // tokens trained on: grad_accum x batch_size x the step's window (data.seq_len_warmup)
 };
 
 // Runs one step at the schedule's learning rate for run.step and advances run.step and

@@ -240,9 +240,9 @@ TrainSummary train_loop(TrainingSession& s) {
   // Ranks' output under mpirun goes through mpirun, often to a log: plain lines, no redrawing.
   Progress progress(out, run.total_steps(), isatty(fileno(stdout)) && options.out == nullptr && comm.size() == 1);
   double measure_from = 0;  // elapsed() when the measured steps began
+  int64_t full_steps = 0;   // this process's steps at the full window length (data.seq_len_warmup)
   layers::Context ctx{true, &run.dropout_rng, nullptr};
   ctx.recompute = run.recipe.train.recompute == "blocks";
-  const int64_t tokens_per_step = run.recipe.train.grad_accum * run.recipe.train.batch_size * run.recipe.data.seq_len;
   TrainSummary summary;
   summary.final_step = run.step;
   std::optional<EvalResult> last_eval;
@@ -272,11 +272,19 @@ TrainSummary train_loop(TrainingSession& s) {
     summary.last_loss = step.loss;
     if (const std::string w = divergence.check(run, step.loss); !w.empty()) progress.note(w);
     // Note [time budget]: steps 3 .. 10 of this process measure the speed, then the count is fixed.
+    // Under data.seq_len_warmup the steps counted are those at the full window length: shorter ones
+    // are faster and would buy too many. Should the budget run out before those steps, the count is
+    // fixed where the run stands.
     if (s.budget > 0 && run.budget_steps == 0) {
-      if (summary.steps_done == kBudgetWarmSteps) measure_from = elapsed();
-      if (summary.steps_done == kBudgetMeasuredSteps && run.step < run.recipe.train.steps)
+      if (run.step > run.recipe.data.seq_len_warmup) ++full_steps;  // the step just taken had the full length
+      if (full_steps == kBudgetWarmSteps) measure_from = elapsed();
+      if (full_steps == kBudgetMeasuredSteps && run.step < run.recipe.train.steps)
         fix_budget_steps(run, s.budget, (elapsed() - measure_from) / (kBudgetMeasuredSteps - kBudgetWarmSteps),
                          s.validation, comm, progress, options.more_seconds, elapsed);
+      else if (run.recipe.data.seq_len_warmup > 0 && full_steps < kBudgetMeasuredSteps &&
+               comm.allreduce_max(elapsed() >= s.budget ? 1 : 0) != 0)
+        fix_budget_steps(run, s.budget, elapsed() / static_cast<double>(summary.steps_done), s.validation, comm,
+                         progress, options.more_seconds, elapsed);
     }
     const bool last = run.step == run.total_steps();
     double val_loss = -1;
@@ -290,7 +298,7 @@ TrainSummary train_loop(TrainingSession& s) {
       summary.last_val_loss = eval_now.loss;
       progress.report_eval(run.step, eval_now);
     }
-    progress.update(run.step, step.loss, lr, tokens_per_step);
+    progress.update(run.step, step.loss, lr, step.tokens);
     // Whether to stop after this step, read once, as late as the step's log allows: a signal may land at any moment, and every rank
     // must act on the same answer (one reading the flag again could leave the others waiting in
     // the next step's collectives). A Ctrl-C on any rank stops them all.
