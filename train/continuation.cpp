@@ -3,7 +3,7 @@
 // Note [continuing a run]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // A checkpoint knows where its run ends: train.steps, or the count its time budget fixed
-// (/budget_steps, Note [time budget] in trainer.cpp). A resume continues to that end, bit for bit,
+// (/budget_steps, Note [time budget] in time_budget.cpp). A resume continues to that end, bit for bit,
 // unless the user asks for another (with --accept-changes, or --more):
 //  - train.time_budget changed: the budget is the run's whole training time (earlier processes
 //    included, the checkpoint's elapsed_s), measured again after this process's first steps;

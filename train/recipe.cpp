@@ -219,6 +219,10 @@ class Binder {
           "data.seq_len_warmup is for a GPT: a BERT's window ends in [SEP], which a shortened window would lose; "
           "remove the key",
           {"model.arch"});
+    check(r.train.batch_start <= r.train.batch_size, "train.batch_start",
+          "train.batch_start (" + std::to_string(r.train.batch_start) + ") exceeds train.batch_size (" +
+              std::to_string(r.train.batch_size) + "): the batch grows to train.batch_size, not beyond it",
+          {"train.batch_size"});
     check(r.train.sequence_parallel == "off" || r.data.seq_len_warmup == 0, "data.seq_len_warmup",
           "data.seq_len_warmup and train.sequence_parallel: " + r.train.sequence_parallel +
               " cannot be combined: the ranks split windows of one fixed length; remove one of them",

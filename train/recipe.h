@@ -64,6 +64,8 @@ struct TrainConfig {
   int64_t steps = 2000;
   int64_t batch_size = 16;
   int64_t grad_accum = 1;   // micro-batches per optimizer step
+  int64_t batch_warmup = 0;  // steps over which a micro-batch grows from batch_start rows (train/batch_warmup.h)
+  int64_t batch_start = 0;   // the first steps' rows; 0: a quarter of batch_size, at least 1
   double grad_clip = 1.0;   // global norm; 0 disables
   int64_t seed = 1337;
   int64_t threads = 0;      // 0: physical cores (OMP_NUM_THREADS wins when set)
@@ -79,7 +81,8 @@ struct TrainConfig {
   // (Note [recomputed blocks] in layers/block.cpp): the same numbers, less memory, ~1/4 more time
   std::string recompute = "off";
   // fp32 | bf16 | auto: a step's matmuls multiply operands rounded to bfloat16, accumulating in float32
-  // (Note [bfloat16 matmuls] in framework/kernels/onednn.cpp); auto: bf16 where the CPU has it in hardware
+  // (Note [bfloat16 matmuls] in framework/kernels/onednn.cpp); auto: bf16 where the CPU multiplies it in hardware
+  // faster than float32 (timed once per process: Note [when bf16 pays] in framework/kernels/bf16.cpp)
   std::string matmul_precision = "fp32";
   std::string time_budget;  // "" (also written 0 or none) or a duration ("90s", "5m", "1.5h"): the step
                             // count is fixed from the measured speed so the run ends on time (Note [time budget])

@@ -75,6 +75,9 @@ std::vector<Rule> rules(const Recipe& r) {
       {{"data.seq_len_start"}, r.data.seq_len_warmup == 0,
        "data.seq_len_warmup is 0, so every window has data.seq_len tokens; remove the key, or set "
        "data.seq_len_warmup"},
+      {{"train.batch_start"}, r.train.batch_warmup == 0,
+       "train.batch_warmup is 0, so every micro-batch has train.batch_size rows; remove the key, or set "
+       "train.batch_warmup"},
       {{"data.vocab_size"}, r.data.corpus != "tokens",
        "data.corpus is " + r.data.corpus + ", whose vocabulary the tokenizer learns from the text; remove the key"},
       {{"data.tokenizer", "data.bpe_vocab_size", "data.bpe_sample_mb"}, r.data.corpus == "tokens",

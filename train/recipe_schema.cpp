@@ -317,6 +317,8 @@ std::vector<Field> run_fields() {
       integer("train.steps", "optimizer steps", REF(train.steps), 1),
       integer("train.batch_size", "sequences per micro-batch", REF(train.batch_size), 1, 1 << 16),
       integer("train.grad_accum", "micro-batches per optimizer step", REF(train.grad_accum), 1, 1 << 16),
+      integer("train.batch_warmup", "steps over which each micro-batch grows linearly from train.batch_start rows to train.batch_size (batch-size warm-up, as GPT-3 trained); 0: every step at train.batch_size", REF(train.batch_warmup), 0, 1 << 30),
+      integer("train.batch_start", "with train.batch_warmup: the first steps' rows per micro-batch; 0: a quarter of train.batch_size", REF(train.batch_start), 0, 1 << 16),
       number("train.grad_clip", "global gradient-norm limit; 0 disables", REF(train.grad_clip), 0.0, kInf),
       integer("train.seed", "seed of initialisation, data order, masking and dropout", REF(train.seed), 0),
       integer("train.threads", "OpenMP threads; 0 means the physical cores (OMP_NUM_THREADS wins when set)", REF(train.threads), 0, 1024),
@@ -333,8 +335,9 @@ std::vector<Field> run_fields() {
              "of the batch), ops (the threads split each op), or auto: batch, except with train.deterministic, train.anomaly, "
              "sequence parallel training or more than one rank", REF(train.thread_split), same_names<std::string>({"auto", "batch", "ops"})),
       choice("train.matmul_precision", "fp32, or bf16: the forward and backward matmuls of a step multiply their operands "
-             "rounded to bfloat16 and add in float32 (mixed precision: about 1.8x faster on CPUs with AVX512_BF16 or AMX, "
-             "slower elsewhere), or auto: bf16 where the CPU multiplies bfloat16 in hardware, fp32 elsewhere",
+             "rounded to bfloat16 and add in float32 (mixed precision: about 1.8x faster on CPUs whose AVX512_BF16 or AMX is fast, "
+             "slower elsewhere), or auto: bf16 where the CPU multiplies bfloat16 in hardware and a timed product shows it faster "
+             "than fp32, fp32 elsewhere",
              REF(train.matmul_precision), same_names<std::string>({"fp32", "bf16", "auto"})),
       boolean("train.deterministic", "bit-identical losses and weights for any train.threads (matmuls cut by shape; slower)",
               REF(train.deterministic)),

@@ -17,6 +17,7 @@
 #include "framework/autograd/profile.h"
 #include "framework/autograd/tape.h"
 #include "framework/dist/comm.h"
+#include "framework/kernels/bf16.h"
 #include "framework/kernels/mode.h"
 #include "layers/models/gpt.h"
 #include "train/checkpoint.h"
@@ -32,6 +33,7 @@
 #include "train/run_history.h"
 #include "train/run.h"
 #include "train/sample.h"
+#include "train/batch_warmup.h"
 #include "train/seq_len_warmup.h"
 #include "train/sequence_parallel.h"
 #include "train/step.h"
@@ -130,6 +132,17 @@ std::string too_large_for_memory(const RunPlan& plan) {
                 "(train --dry-run prints the plan)");
 }
 
+// For auto: what decided it, e.g. "; bf16 timed at 0.62x fp32's speed here" (Note [when bf16 pays]).
+static std::string bf16_speed(const TrainConfig& train) {
+  if (train.matmul_precision != "auto") return "";
+  if (!kernels::native_bf16()) return "; this CPU has no bfloat16 instructions";
+  const kernels::Bf16Timing& t = kernels::bf16_timing();
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed << "; bf16 timed at " << t.fp32_seconds / t.bf16_seconds << "x fp32's speed here";
+  return out.str();
+}
+
 // train --dry-run: the plan, and what train would refuse (exit 2, after printing the plan).
 void dry_run(const Recipe& recipe, const Recipe& planned, const RunPlan& plan, const data::PreparedCorpus& corpus,
              const std::string& corpus_text, int threads, const std::string& too_large, bool refuses_folder,
@@ -137,18 +150,23 @@ void dry_run(const Recipe& recipe, const Recipe& planned, const RunPlan& plan, c
   out << planned.to_yaml() << "\n" << plan.to_string() << "threads               " << threads << "\n"
       << "openmp waiting        " << describe_wait_policy() << "\n"
       << "matmuls               " << (bf16_matmuls(recipe.train) ? "bf16 operands, float32 sums" : "fp32")
-      << " (train.matmul_precision: " << recipe.train.matmul_precision << ")\n"
+      << " (train.matmul_precision: " << recipe.train.matmul_precision << bf16_speed(recipe.train) << ")\n"
       << "vocabulary            " << planned.model.vocab_size << " (" << planned.data.tokenizer << ")\n"
       << "data                  " << corpus_text << "\n"
       << "tokens                " << corpus.train_count << " training, " << corpus.val_count << " validation\n";
   if (const double budget = parse_duration(recipe.train.time_budget).value_or(0); budget > 0)
     out << "time budget           " << recipe.train.time_budget << " (" << budget << " s of training): after "
-        << kBudgetMeasuredSteps << " steps" << (recipe.data.seq_len_warmup > 0 ? " at the full window length" : "")
+        << kBudgetMeasuredSteps << " steps"
+        << (recipe.data.seq_len_warmup > 0 ? " at the full window length" : "")
+        << (recipe.train.batch_warmup > 0 ? " and batch" : "")
         << " the step count is fixed from their speed so the run ends on time, "
         << "at most train.steps = " << recipe.train.steps << "\n";
   if (recipe.data.seq_len_warmup > 0)
     out << "windows               " << seq_len_start(recipe.data) << " tokens, growing to " << recipe.data.seq_len
         << " over the first " << recipe.data.seq_len_warmup << " steps (data.seq_len_warmup)\n";
+  if (recipe.train.batch_warmup > 0)
+    out << "batches               " << batch_start(recipe.train) << " rows, growing to " << recipe.train.batch_size
+        << " over the first " << recipe.train.batch_warmup << " steps (train.batch_warmup)\n";
   TF_CHECK_INPUT(too_large.empty(), "--dry-run: train would refuse this run: ", too_large);
   TF_CHECK_INPUT(!refuses_folder, "--dry-run: train would refuse this run: checkpoint.dir '",
                  recipe.checkpoint.dir, "' already holds a run (", earlier.describe(),
@@ -189,7 +207,7 @@ void print_run_header(const Run& run, const RunPlan& plan, int threads, int rank
       << (threads == 1 ? " thread" : " threads") << (ranks > 1 ? " each" : "")
       << threads_origin(run.recipe.train.threads)
       << (batch_split_parts(run.recipe, threads, ranks) > 1 ? " splitting the batch's rows" : "")
-      << (bf16_matmuls(run.recipe.train) ? ", bf16 matmuls" : "") << ", " << corpus_text
+      << (run.bf16 ? ", bf16 matmuls" : "") << ", " << corpus_text
       << "\n";
   if (start.resume_from)
     out << (options.branch ? "branching from " : "resuming from ") << start.resume_from->string() << " at step "

@@ -13,6 +13,7 @@
 #include "framework/kernels/mode.h"
 #include "framework/ops/elementwise.h"
 #include "optim/clip.h"
+#include "train/batch_warmup.h"
 #include "train/seq_len_warmup.h"
 #include "train/sequence_parallel.h"
 #include "train/thread_split.h"
@@ -49,7 +50,7 @@ std::string ranks_message(int64_t grad_accum, int64_t ranks) {
 }
 
 bool bf16_matmuls(const TrainConfig& train) {
-  return train.matmul_precision == "bf16" || (train.matmul_precision == "auto" && kernels::native_bf16());
+  return train.matmul_precision == "bf16" || (train.matmul_precision == "auto" && kernels::bf16_faster());
 }
 
 StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
@@ -78,12 +79,13 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
     if (parts > 1) run.batch_split = std::make_shared<BatchSplit>(parameter_tensors(run), parts);
     run.batch_split_chosen = true;
   }
-  // data.seq_len_warmup: this step trains on the first `window` columns of its windows.
-  const int64_t window = window_length(run.recipe.data, run.step);
+  // data.seq_len_warmup and train.batch_warmup: this step trains on the first `window` columns of the
+  // first `rows` rows of its micro-batches.
+  const int64_t window = window_length(run.recipe.data, run.step), rows = batch_rows(run.recipe.train, run.step);
   double loss_sum = 0;
   {
     // The forward and backward only: the optimizer (Muon's Newton-Schulz products too) stays float32.
-    const kernels::Bf16MatmulScope precision(bf16_matmuls(run.recipe.train));
+    const kernels::Bf16MatmulScope precision(run.bf16);
     for (int64_t micro = 0; micro < accum; ++micro) {
       const Batch batch = [&] {
         profile::Scope scope("batches.next");
@@ -98,20 +100,22 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
       if (split) micro_rng = micro_rng.fork(static_cast<uint64_t>(comm.rank()));
       layers::Context micro_ctx = ctx;
       if (ctx.rng) micro_ctx.rng = &micro_rng;
-      Tensor inputs = first_columns(batch.inputs, window), targets = first_columns(batch.targets, window);
+      Tensor inputs = first_columns(first_rows(batch.inputs, rows), window),
+             targets = first_columns(first_rows(batch.targets, rows), window);
+      const Tensor key_padding = first_rows(batch.key_padding, rows);
       if (split) {  // this rank's columns; the loss is the mean of the ranks' equal shares
         micro_ctx.shard = &run.sequence_split->shard;
-        inputs = columns(batch.inputs, run.sequence_split->positions);
-        targets = columns(batch.targets, run.sequence_split->positions);
+        inputs = columns(first_rows(batch.inputs, rows), run.sequence_split->positions);
+        targets = columns(first_rows(batch.targets, rows), run.sequence_split->positions);
       }
       try {
         run.grad_sync->begin_micro(local, local_count);
         const int64_t parts = accum * (split ? ranks : 1);
         if (run.batch_split) {
-          loss_sum += run.batch_split->run(*run.model, inputs, targets, batch.key_padding, micro_ctx,
+          loss_sum += run.batch_split->run(*run.model, inputs, targets, key_padding, micro_ctx,
                                            1.0 / static_cast<double>(parts));
         } else {
-          const Tensor loss = run.model->loss(inputs, targets, batch.key_padding, micro_ctx);
+          const Tensor loss = run.model->loss(inputs, targets, key_padding, micro_ctx);
           loss_sum += loss.item();
           backward(parts == 1 ? loss : ops::scale(loss, 1.0 / static_cast<double>(parts)));
         }
@@ -146,7 +150,7 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
     run.optimizer->step();
   }
   ++run.step;
-  result.tokens = accum * run.recipe.train.batch_size * window;
+  result.tokens = accum * rows * window;
   run.tokens_seen += result.tokens;
   return result;
 }

@@ -23,7 +23,7 @@ struct StepResult {
 StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx);
 
 // Whether a step's matmuls run in bfloat16: train.matmul_precision bf16, or auto on a CPU that
-// multiplies bfloat16 in hardware (kernels::native_bf16).
+// multiplies bfloat16 in hardware faster than float32 (kernels::bf16_faster, timed once).
 bool bf16_matmuls(const TrainConfig& train);
 
 // The error for a grad_accum that `ranks` processes cannot divide.

@@ -21,6 +21,7 @@
 #include "framework/dist/comm.h"
 #include "framework/kernels/mode.h"
 #include "layers/models/gpt.h"
+#include "train/time_budget.h"
 #include "train/checkpoint.h"
 #include "train/continuation.h"
 #include "train/evaluate.h"
@@ -130,56 +131,6 @@ void sample_after_training(const Run& run, std::ostream& out) {
   out << run.tokenizer->decode(generated) << "\n";
 }
 
-}  // namespace
-
-// Note [time budget]
-// ~~~~~~~~~~~~~~~~~~~
-// train.time_budget fixes the step count once, from measured speed, so that the learning-rate
-// schedule (warmup, then decay over the whole run) ends when the time does. A fresh run trains with
-// train.steps as the horizon; its steps 3 to 10 (after the first two, which pay for allocation and
-// oneDNN's primitives) give the seconds per step, one evaluation is timed, and the count becomes
-// step + floor(remaining / (seconds per step + seconds per evaluation / eval.interval)), at most
-// train.steps (budget_total_steps). The schedule is rebuilt over that count: steps already taken
-// are unchanged when they were warmup steps, and the first ten steps' decay, if any, used the
-// longer horizon. The count is written into every checkpoint (/budget_steps), so --resume continues
-// to the same count and stays bit-exact; it is not measured again. Setup before the first step and
-// the sample after the last are not counted.
-int64_t budget_total_steps(const BudgetMeasure& m) {
-  const double per_step = m.step_seconds + (m.eval_interval > 0 ? m.eval_seconds / m.eval_interval : 0.0);
-  const double remaining = m.budget_seconds - m.elapsed_seconds;
-  const double more = per_step > 0 ? std::floor(std::max(0.0, remaining) / per_step) : 0.0;
-  return std::clamp<int64_t>(m.step + static_cast<int64_t>(std::min(more, 1e15)), m.step, m.max_steps);
-}
-
-namespace {
-
-// Note [time budget]: after this process's steps 3 to 10, the run's step count is fixed from their
-// speed (and one timed evaluation), the same on every rank (rank 0's), and the schedule rebuilt.
-void fix_budget_steps(Run& run, double budget, double step_seconds, const Validation& validation, dist::Comm& comm,
-                      Progress& progress, double more_seconds, const std::function<double()>& elapsed) {
-  double eval_seconds = 0;
-  if (run.recipe.eval.interval > 0) {  // one evaluation, timed and discarded
-    const double before = elapsed();
-    validation.run(run);
-    eval_seconds = elapsed() - before;
-  }
-  run.budget_steps = budget_total_steps({budget, elapsed(), step_seconds, eval_seconds, run.recipe.eval.interval,
-                                         run.step, run.recipe.train.steps});
-  run.budget_steps = comm.allreduce_max(comm.rank() == 0 ? run.budget_steps : 0);  // rank 0's count for all
-  TF_CHECK_INPUT(run.budget_steps >= run.recipe.schedule.warmup_steps, "train.time_budget ",
-                 run.recipe.train.time_budget, " pays for ", run.budget_steps, " steps at the measured ",
-                 step_seconds, " s per step, fewer than schedule.warmup_steps = ", run.recipe.schedule.warmup_steps,
-                 ": the learning rate would never finish warming up. Give a longer train.time_budget or fewer "
-                 "schedule.warmup_steps (nothing was kept: the run wrote no checkpoint)");
-  run.schedule = run_schedule(run.recipe, run.budget_steps);
-  progress.set_total(run.budget_steps);
-  progress.note("time budget " + (more_seconds > 0 ? concat(std::lround(budget), " s in all (--more)")
-                                                   : run.recipe.train.time_budget) +
-                ": " + std::to_string(step_seconds).substr(0, 6) + " s per step" +
-                (eval_seconds > 0 ? ", " + std::to_string(eval_seconds).substr(0, 5) + " s per evaluation" : "") +
-                ": training for " + std::to_string(run.budget_steps) + " steps");
-}
-
 // The run's closing report (rank 0).
 void report_run(const Run& run, const TrainSummary& summary, const Progress& progress, int threads, int ranks,
                 const std::optional<EvalResult>& last_eval, const Validation& validation, const TrainOptions& options,
@@ -201,10 +152,6 @@ void report_run(const Run& run, const TrainSummary& summary, const Progress& pro
   report.interrupted = summary.interrupted;
   print_run_report(out, report);
 }
-
-}  // namespace
-
-namespace {
 
 // What the training loop works with, set up by train().
 struct TrainingSession {
@@ -239,8 +186,6 @@ TrainSummary train_loop(TrainingSession& s) {
   }
   // Ranks' output under mpirun goes through mpirun, often to a log: plain lines, no redrawing.
   Progress progress(out, run.total_steps(), isatty(fileno(stdout)) && options.out == nullptr && comm.size() == 1);
-  double measure_from = 0;  // elapsed() when the measured steps began
-  int64_t full_steps = 0;   // this process's steps at the full window length (data.seq_len_warmup)
   layers::Context ctx{true, &run.dropout_rng, nullptr};
   ctx.recompute = run.recipe.train.recompute == "blocks";
   TrainSummary summary;
@@ -249,6 +194,13 @@ TrainSummary train_loop(TrainingSession& s) {
 
   const double elapsed_before = run.elapsed_seconds;  // training time of earlier processes of this run
   const std::function<double()> elapsed = [&] { return elapsed_before + progress.elapsed_seconds(); };
+  TimeBudget budget(s.budget, {comm, progress, elapsed,
+                               [&] {
+                                 const double before = elapsed();
+                                 s.validation.run(run);
+                                 return elapsed() - before;
+                               },
+                               options.more_seconds});
   auto write_checkpoint = [&] {
     const fs::path file = checkpoint_path(dir, run.step);
     run.elapsed_seconds = elapsed();
@@ -260,6 +212,7 @@ TrainSummary train_loop(TrainingSession& s) {
       s.new_files.checkpoint_written();
       prune_run_checkpoints(dir, run.recipe.checkpoint.keep, run.run_id);
     }
+    budget.checkpoint_written();
     summary.last_checkpoint = file.string();
   };
   s.setup.succeeded();  // from here on an error stops its own rank, and mpirun the others
@@ -267,25 +220,13 @@ TrainSummary train_loop(TrainingSession& s) {
   DivergenceWatch divergence;
   while (run.step < run.total_steps()) {
     const double lr = run.schedule.lr_at(run.step);
+    const double step_began = elapsed();
     const StepResult step = train_step(run, s.batches, ctx);
+    const double step_seconds = elapsed() - step_began;
     ++summary.steps_done;
     summary.last_loss = step.loss;
     if (const std::string w = divergence.check(run, step.loss); !w.empty()) progress.note(w);
-    // Note [time budget]: steps 3 .. 10 of this process measure the speed, then the count is fixed.
-    // Under data.seq_len_warmup the steps counted are those at the full window length: shorter ones
-    // are faster and would buy too many. Should the budget run out before those steps, the count is
-    // fixed where the run stands.
-    if (s.budget > 0 && run.budget_steps == 0) {
-      if (run.step > run.recipe.data.seq_len_warmup) ++full_steps;  // the step just taken had the full length
-      if (full_steps == kBudgetWarmSteps) measure_from = elapsed();
-      if (full_steps == kBudgetMeasuredSteps && run.step < run.recipe.train.steps)
-        fix_budget_steps(run, s.budget, (elapsed() - measure_from) / (kBudgetMeasuredSteps - kBudgetWarmSteps),
-                         s.validation, comm, progress, options.more_seconds, elapsed);
-      else if (run.recipe.data.seq_len_warmup > 0 && full_steps < kBudgetMeasuredSteps &&
-               comm.allreduce_max(elapsed() >= s.budget ? 1 : 0) != 0)
-        fix_budget_steps(run, s.budget, elapsed() / static_cast<double>(summary.steps_done), s.validation, comm,
-                         progress, options.more_seconds, elapsed);
-    }
+    budget.after_step(run, step_seconds, summary.steps_done);  // Note [time budget]
     const bool last = run.step == run.total_steps();
     double val_loss = -1;
     EvalResult eval_now;  // this step's evaluation; NaN figures (written as null) when there is none
@@ -394,6 +335,13 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
     budget = continue_run(run, stored, start.resume_from->string(), options.more_seconds, out);
   }
   if (start.init_from) load_weights(run, *start.init_from);  // weights only: the optimizer and step start afresh
+  // auto's timing (Note [when bf16 pays]) is each process's own: under mpirun rank 0's choice holds for all.
+  run.bf16 = bf16_matmuls(run.recipe.train);
+  if (comm.size() > 1) {
+    std::string bf16 = run.bf16 ? "bf16" : "fp32";
+    comm.broadcast(bf16);
+    run.bf16 = bf16 == "bf16";
+  }
   const Validation validation{corpus.val.tokens, static_cast<int64_t>(corpus.val.info.characters)};
   if (options.before_training) options.before_training(run);
 

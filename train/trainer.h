@@ -13,6 +13,7 @@
 
 #include "train/recipe.h"
 #include "train/run.h"
+#include "train/time_budget.h"
 
 namespace tf::train {
 
@@ -50,16 +51,5 @@ struct TrainSummary {
 };
 
 TrainSummary train(const Recipe& recipe, const TrainOptions& options = {});
-
-// train.time_budget (Note [time budget] in trainer.cpp): the steps of this process before the speed
-// is measured, and the last measured one.
-inline constexpr int64_t kBudgetWarmSteps = 2, kBudgetMeasuredSteps = 10;
-struct BudgetMeasure {
-  double budget_seconds, elapsed_seconds, step_seconds, eval_seconds;
-  int64_t eval_interval, step, max_steps;
-};
-// The step count that ends the run within the budget: the current step plus the steps the remaining
-// time pays for, evaluations included, clamped to [step, max_steps].
-int64_t budget_total_steps(const BudgetMeasure& m);
 
 }  // namespace tf::train

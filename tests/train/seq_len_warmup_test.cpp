@@ -1,7 +1,7 @@
 // data.seq_len_warmup (train/seq_len_warmup.h): the window lengths of the linear schedule against
 // hand-computed values; a warm-up step trains on its windows' first columns (its loss is the model's
-// loss there, its token count B x T(step)); a time budget is measured on full-length steps only; the
-// recipe's errors name the key.
+// loss there, its token count B x T(step)); a time budget is measured on full-shape steps only (this
+// warm-up's and train.batch_warmup's); the recipe's errors name the key.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -13,6 +13,7 @@
 #include "train/seq_len_warmup.h"
 #include "train/step.h"
 #include "train/trainer.h"
+#include "train/warmup_fixture.h"
 
 namespace tf::train {
 namespace {
@@ -77,28 +78,17 @@ class SeqLenWarmupRun : public ::testing::Test {
 // the batcher draws (a second run of the same recipe, the same seeds).
 TEST_F(SeqLenWarmupRun, EachStepTrainsOnTheFirstColumnsOfItsWindows) {
   const Recipe r = recipe({"data.seq_len_warmup=4", "data.seq_len_start=8", "model.dropout=0"});
-  data::PreparedCorpus corpus = prepare_recipe_corpus(r.data, r.model.arch, nullptr, true, nullptr);
-  const data::Tokens train_tokens = corpus.train.tokens;
-  train::Run run = build_run(r, std::move(corpus.tokenizer));
-  Batches batches(run.recipe, *run.tokenizer, train_tokens, 1);
+  tf::testing::WarmupStart start = tf::testing::warmup_start(r, [](const Batch& b) {
+    return Batch{first_columns(b.inputs, 8), first_columns(b.targets, 8), b.key_padding};
+  });
+  train::Run& run = start.run;
   layers::Context ctx{true, &run.dropout_rng, nullptr};
-
-  data::PreparedCorpus again = prepare_recipe_corpus(r.data, r.model.arch, nullptr, true, nullptr);
-  train::Run twin = build_run(r, std::move(again.tokenizer));
-  Batches twin_batches(twin.recipe, *twin.tokenizer, train_tokens, 1);
-  const Batch first = twin_batches.next();
-  double expected_loss = 0;
-  {
-    NoGradGuard no_grad;
-    expected_loss = twin.model->loss(first_columns(first.inputs, 8), first_columns(first.targets, 8),
-                                     first.key_padding, layers::Context{false, nullptr, nullptr})
-                        .item();
-  }
+  const double expected_loss = start.first_loss;
 
   const std::vector<int64_t> windows = {8, 8, 16, 24, 32, 32};
   int64_t tokens = 0;
   for (size_t i = 0; i < windows.size(); ++i) {
-    const StepResult step = train_step(run, batches, ctx);
+    const StepResult step = train_step(run, *start.batches, ctx);
     EXPECT_EQ(step.tokens, 4 * windows[i]) << "step " << i;
     tokens += step.tokens;
     if (i == 0) {
@@ -108,24 +98,27 @@ TEST_F(SeqLenWarmupRun, EachStepTrainsOnTheFirstColumnsOfItsWindows) {
   EXPECT_EQ(run.tokens_seen, tokens);
 }
 
-// A budgeted run counts only full-length steps in its measurement: with 6 warm-up steps, steps 7 and 8
-// warm up the measurement and steps 9 .. 16 are measured, so the count is fixed after step 16 (after
-// step 10 without the warm-up). 20 steps: the progress prints a line for every step.
-TEST_F(SeqLenWarmupRun, ATimeBudgetIsMeasuredOnFullLengthSteps) {
-  for (const auto& [warmup, after, before] :
-       {std::tuple{"0", "step 9/20", "step 10/20"}, std::tuple{"6", "step 15/20", "step 16/20"}}) {
-    std::filesystem::remove_all(tmp_.path() / "run");
-    std::ostringstream out;
-    TrainOptions options;
-    options.out = &out;
-    train(recipe({"train.steps=20", "train.time_budget=1h", "eval.interval=0", "schedule.warmup_steps=2",
-                  std::string("data.seq_len_warmup=") + warmup}),
-          options);
-    const std::string text = out.str();
-    const size_t note = text.find("time budget 1h:");
-    ASSERT_NE(note, std::string::npos) << text;
-    EXPECT_LT(text.find(after), note) << "warm-up " << warmup << ":\n" << text;
-    EXPECT_GT(text.find(before), note) << "warm-up " << warmup << ":\n" << text;
+// A budgeted run counts only full-shape steps in its measurement: with 6 warm-up steps (of the window
+// length or of the batch size), steps 7 and 8 warm up the measurement and steps 9 .. 16 are measured,
+// so the count is fixed after step 16 (after step 10 without the warm-up). 20 steps: the progress
+// prints a line for every step.
+TEST_F(SeqLenWarmupRun, ATimeBudgetIsMeasuredOnFullShapeSteps) {
+  for (const std::string key : {"data.seq_len_warmup", "train.batch_warmup"}) {
+    for (const auto& [warmup, after, before] :
+         {std::tuple{"0", "step 9/20", "step 10/20"}, std::tuple{"6", "step 15/20", "step 16/20"}}) {
+      std::filesystem::remove_all(tmp_.path() / "run");
+      std::ostringstream out;
+      TrainOptions options;
+      options.out = &out;
+      train(recipe({"train.steps=20", "train.time_budget=1h", "eval.interval=0", "schedule.warmup_steps=2",
+                    key + "=" + warmup}),
+            options);
+      const std::string text = out.str();
+      const size_t note = text.find("time budget 1h:");
+      ASSERT_NE(note, std::string::npos) << text;
+      EXPECT_LT(text.find(after), note) << key << " " << warmup << ":\n" << text;
+      EXPECT_GT(text.find(before), note) << key << " " << warmup << ":\n" << text;
+    }
   }
 }
 

@@ -1,7 +1,9 @@
-// train.time_budget (Note [time budget] in train/trainer.cpp): durations parse, the step count is
+// train.time_budget (Note [time budget] in train/time_budget.cpp): durations parse, the step count is
 // what the measured speed pays for, a budgeted run ends on its fixed count with the schedule
 // decayed to its floor, and a resume continues to that recorded count bit for bit; a finished
-// budgeted run continues to a raised train.steps, or for --more time, and info shows its real end.
+// budgeted run continues to a raised train.steps, or for --more time, and info shows its real end;
+// the count is measured again once, after the first steps, unless a checkpoint came first (a fake
+// clock, hand-computed counts).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include "train/checkpoint.h"
 #include "train/run_compare.h"
 #include "train/run_fixture.h"
+#include "train/time_budget.h"
 #include "train/trainer.h"
 
 namespace tf::train {
@@ -40,6 +43,47 @@ TEST(TimeBudget, TheCountIsWhatTheRemainingTimePaysFor) {
   EXPECT_EQ(budget_total_steps({300, 20, 0.5, 5, 0, 10, 100000}), 10 + 560);  // no evaluations
   EXPECT_EQ(budget_total_steps({300, 20, 0.5, 0, 100, 10, 400}), 400);        // train.steps bounds it
   EXPECT_EQ(budget_total_steps({10, 20, 0.5, 0, 0, 10, 400}), 10);            // the time is up: stop here
+}
+
+// A budget of 100 s on a fake clock: steps 1-10 take 1 s each (not yet at speed), then 0.5 s. At step
+// 10 (t = 10) the median of steps 3-10 is 1 s: 10 + 90 / 1 = 100 steps. The second measurement lasts
+// 5% of the 90 s left, until t = 14.5, which step 19 reaches: 0.5 s a step, 19 + 85.5 / 0.5 = 190.
+TEST(TimeBudget, TheCountIsMeasuredAgainOnceAfterTheFirstSteps) {
+  for (const bool checkpoint_at_12 : {false, true}) {
+    train::Run run;
+    run.recipe.train.steps = 1000000;
+    run.recipe.eval.interval = 0;
+    run.recipe.schedule.warmup_steps = 5;
+    run.recipe.train.time_budget = "100s";
+    std::ostringstream out;
+    Progress progress(out, run.recipe.train.steps, false);
+    double t = 0;
+    TimeBudget budget(100, {dist::Comm::world(), progress, [&] { return t; }, [] { return 0.0; }});
+    std::vector<int64_t> counts;  // the count after each step
+    while (run.budget_steps == 0 || run.step < run.budget_steps) {
+      const double seconds = run.step < 10 ? 1.0 : 0.5;
+      t += seconds;
+      ++run.step;
+      budget.after_step(run, seconds, run.step);
+      if (checkpoint_at_12 && run.step == 12) budget.checkpoint_written();
+      counts.push_back(run.budget_steps);
+      ASSERT_LT(run.step, 1000) << out.str();
+    }
+    EXPECT_EQ(counts[8], 0);  // step 9: still measuring
+    EXPECT_EQ(counts[9], 100) << out.str();
+    EXPECT_EQ(counts[17], 100) << out.str();  // step 18, t = 14
+    if (checkpoint_at_12) {
+      EXPECT_EQ(run.step, 100) << "a checkpoint holds the first count:\n" << out.str();
+      EXPECT_EQ(out.str().find("measured again"), std::string::npos) << out.str();
+    } else {
+      EXPECT_EQ(counts[18], 190) << out.str();
+      EXPECT_EQ(run.step, 190);
+      EXPECT_NE(out.str().find("0.5000 s per step (measured again over steps 11-19): training for 190 steps"),
+                std::string::npos)
+          << out.str();
+      EXPECT_EQ(run.schedule.lr_at(189), run_schedule(run.recipe, 190).lr_at(189));  // the schedule follows
+    }
+  }
 }
 
 class TimeBudgetRun : public ::testing::Test {
