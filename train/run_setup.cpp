@@ -157,10 +157,13 @@ void dry_run(const Recipe& recipe, const Recipe& planned, const RunPlan& plan, c
   if (const double budget = parse_duration(recipe.train.time_budget).value_or(0); budget > 0)
     out << "time budget           " << recipe.train.time_budget << " (" << budget << " s of training): after "
         << kBudgetMeasuredSteps << " steps"
-        << (recipe.data.seq_len_warmup > 0 ? " at the full window length" : "")
-        << (recipe.train.batch_warmup > 0 ? " and batch" : "")
-        << " the step count is fixed from their speed so the run ends on time, "
-        << "at most train.steps = " << recipe.train.steps << "\n";
+        << (recipe.data.seq_len_warmup > 0 && recipe.train.batch_warmup > 0 ? " at the full window length and batch"
+            : recipe.data.seq_len_warmup > 0                                ? " at the full window length"
+            : recipe.train.batch_warmup > 0                                 ? " at the full batch"
+                                                                            : "")
+        << " the step count is fixed from their speed so the run ends on time, at most train.steps = "
+        << recipe.train.steps << ", and measured again once over the next " << kBudgetRemeasureShare * 100
+        << "% of the time\n";
   if (recipe.data.seq_len_warmup > 0)
     out << "windows               " << seq_len_start(recipe.data) << " tokens, growing to " << recipe.data.seq_len
         << " over the first " << recipe.data.seq_len_warmup << " steps (data.seq_len_warmup)\n";
