@@ -8,7 +8,6 @@
 #include "data/token_corpus.h"
 #include "framework/looked_for.h"
 #include "optim/factory.h"
-#include "train/step.h"
 
 namespace tf::train {
 
@@ -120,7 +119,6 @@ Run build_run(const Recipe& recipe, std::unique_ptr<data::Tokenizer> tokenizer, 
   run.model = layers::build_model(run.recipe.model, init);
   run.params = run.model->parameters();
   run.dropout_rng = Rng(seed).fork(1);
-  run.bf16 = bf16_matmuls(recipe.train);
 
   run.optimizer = optim::make_optimizer(optimizer_params(run.params, recipe.optim), recipe.optim);
   run.schedule = run_schedule(recipe, recipe.train.steps);

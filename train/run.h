@@ -76,7 +76,9 @@ struct Run {
   std::shared_ptr<struct SequenceSplit> sequence_split;  // train.sequence_parallel: this rank's share
   std::shared_ptr<class BatchSplit> batch_split;  // made by the first train_step when the threads split rows
   bool batch_split_chosen = false;                // whether the first train_step has decided
-  bool bf16 = false;  // a step's matmuls multiply in bfloat16 (train.matmul_precision; auto decided once)
+  // Whether a step's matmuls multiply in bfloat16 (train.matmul_precision): decided by the trainer, or by
+  // the first train_step; empty until then, so that loading a run (sample, eval) never times auto's product.
+  std::optional<bool> bf16;
   int64_t total_steps() const { return budget_steps > 0 ? budget_steps : recipe.train.steps; }
 };
 

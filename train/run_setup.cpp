@@ -210,7 +210,7 @@ void print_run_header(const Run& run, const RunPlan& plan, int threads, int rank
       << (threads == 1 ? " thread" : " threads") << (ranks > 1 ? " each" : "")
       << threads_origin(run.recipe.train.threads)
       << (batch_split_parts(run.recipe, threads, ranks) > 1 ? " splitting the batch's rows" : "")
-      << (run.bf16 ? ", bf16 matmuls" : "") << ", " << corpus_text
+      << (run.bf16.value_or(false) ? ", bf16 matmuls" : "") << ", " << corpus_text
       << "\n";
   if (start.resume_from)
     out << (options.branch ? "branching from " : "resuming from ") << start.resume_from->string() << " at step "

@@ -85,7 +85,8 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
   double loss_sum = 0;
   {
     // The forward and backward only: the optimizer (Muon's Newton-Schulz products too) stays float32.
-    const kernels::Bf16MatmulScope precision(run.bf16);
+    if (!run.bf16) run.bf16 = bf16_matmuls(run.recipe.train);
+    const kernels::Bf16MatmulScope precision(*run.bf16);
     for (int64_t micro = 0; micro < accum; ++micro) {
       const Batch batch = [&] {
         profile::Scope scope("batches.next");

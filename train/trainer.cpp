@@ -338,7 +338,7 @@ TrainSummary train(const Recipe& given, const TrainOptions& options) {
   // auto's timing (Note [when bf16 pays]) is each process's own: under mpirun rank 0's choice holds for all.
   run.bf16 = bf16_matmuls(run.recipe.train);
   if (comm.size() > 1) {
-    std::string bf16 = run.bf16 ? "bf16" : "fp32";
+    std::string bf16 = *run.bf16 ? "bf16" : "fp32";
     comm.broadcast(bf16);
     run.bf16 = bf16 == "bf16";
   }

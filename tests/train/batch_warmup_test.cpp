@@ -91,7 +91,9 @@ TEST_F(BatchWarmupRun, EachStepTrainsOnTheFirstRowsOfItsBatch) {
       EXPECT_EQ(step.tokens, rows[i] * 32) << "step " << i << ", " << threads << " threads";
       EXPECT_TRUE(std::isfinite(step.loss)) << "step " << i << ", " << threads << " threads";
       tokens += step.tokens;
-      if (i == 0) EXPECT_NEAR(step.loss, expected_loss, 1e-5 * std::abs(expected_loss)) << threads << " threads";
+      if (i == 0) {
+        EXPECT_NEAR(step.loss, expected_loss, 1e-5 * std::abs(expected_loss)) << threads << " threads";
+      }
     }
     EXPECT_EQ(run.tokens_seen, tokens);
   }
