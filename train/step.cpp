@@ -101,13 +101,15 @@ StepResult train_step(Run& run, Batches& batches, const layers::Context& ctx) {
       if (split) micro_rng = micro_rng.fork(static_cast<uint64_t>(comm.rank()));
       layers::Context micro_ctx = ctx;
       if (ctx.rng) micro_ctx.rng = &micro_rng;
-      Tensor inputs = first_columns(first_rows(batch.inputs, rows), window),
-             targets = first_columns(first_rows(batch.targets, rows), window);
+      Tensor inputs = first_rows(batch.inputs, rows), targets = first_rows(batch.targets, rows);
       const Tensor key_padding = first_rows(batch.key_padding, rows);
       if (split) {  // this rank's columns; the loss is the mean of the ranks' equal shares
         micro_ctx.shard = &run.sequence_split->shard;
-        inputs = columns(first_rows(batch.inputs, rows), run.sequence_split->positions);
-        targets = columns(first_rows(batch.targets, rows), run.sequence_split->positions);
+        inputs = columns(inputs, run.sequence_split->positions);
+        targets = columns(targets, run.sequence_split->positions);
+      } else {  // (the recipe refuses data.seq_len_warmup with sequence parallel training)
+        inputs = first_columns(inputs, window);
+        targets = first_columns(targets, window);
       }
       try {
         run.grad_sync->begin_micro(local, local_count);

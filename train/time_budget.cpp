@@ -63,10 +63,11 @@ void TimeBudget::after_step(Run& run, double step_seconds, int64_t steps_done) {
     if (run.step > shape_warmup && ++full_steps_ > kBudgetWarmSteps) first_steps_.push_back(step_seconds);
     if (full_steps_ == kBudgetMeasuredSteps && run.step < run.recipe.train.steps) {
       if (run.recipe.eval.interval > 0) eval_seconds_ = env_.time_one_evaluation();  // timed and discarded
-      fix(run, median(first_steps_), "");
+      const double step_seconds_measured = median(first_steps_);
+      fix(run, step_seconds_measured, "");
       TF_CHECK_INPUT(run.budget_steps >= run.recipe.schedule.warmup_steps, "train.time_budget ",
                      run.recipe.train.time_budget, " pays for ", run.budget_steps, " steps at the measured ",
-                     median(first_steps_), " s per step, fewer than schedule.warmup_steps = ",
+                     step_seconds_measured, " s per step, fewer than schedule.warmup_steps = ",
                      run.recipe.schedule.warmup_steps, ": the learning rate would never finish warming up. Give a "
                      "longer train.time_budget or fewer schedule.warmup_steps (nothing was kept: the run wrote no "
                      "checkpoint)");
