@@ -73,14 +73,26 @@ class Muon : public Optimizer {
 
  protected:
   void update(const ParamRef& p, const Tensor& grad, ParamState& s) override;
+  // The AdamW parameters in turn, then the hidden matrices spread over threads (Note [one matrix per thread]).
+  void update_all(const std::vector<size_t>& due) override;
   // Hidden matrices keep momentum_buffer; the rest AdamW's exp_avg and exp_avg_sq.
   const std::vector<std::string>& slot_names(const ParamRef& p) const override;
 
  private:
   MuonOptions options_;
   std::vector<std::string> matrix_slots_ = {"momentum_buffer"};
-  std::vector<float> update_;  // (R, C) of the largest hidden matrix: U, then O
-  NewtonSchulzScratch scratch_;
+  // One hidden matrix's update with the given buffers; fast float32 or the reference.
+  void update_matrix(const ParamRef& p, const Tensor& grad, ParamState& s, std::vector<float>& update,
+                     NewtonSchulzScratch& scratch);
+  // Buffers of one thread: U then O, (R, C) of the largest hidden matrix; the Newton-Schulz scratch.
+  struct Workspace {
+    std::vector<float> update;
+    NewtonSchulzScratch scratch;
+  };
+  void reserve_workspaces(size_t count);  // grows to `count` threads' buffers, never shrinks
+  std::vector<Workspace> workspaces_;
+  int64_t largest_numel_ = 0;
+  std::vector<size_t> matrices_;  // this step's hidden matrices, largest first
 };
 
 }  // namespace tf::optim

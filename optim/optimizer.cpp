@@ -58,6 +58,7 @@ std::vector<ParamRef> param_refs(const std::vector<Tensor>& params, const NoDeca
 Optimizer::Optimizer(std::vector<ParamRef> params, double lr, const char* kind, std::vector<std::string> slot_names)
     : params_(std::move(params)), states_(params_.size()), slot_names_(std::move(slot_names)), kind_(kind) {
   set_lr(lr);
+  due_.reserve(params_.size());
   std::set<std::string> names;
   for (size_t i = 0; i < params_.size(); ++i) {
     const ParamRef& p = params_[i];
@@ -80,6 +81,7 @@ const std::vector<std::string>& Optimizer::slot_names(const ParamRef&) const { r
 void Optimizer::step() {
   NoGradGuard no_grad;
   ++step_;
+  due_.clear();  // reserved in the constructor: a step allocates nothing
   for (size_t i = 0; i < params_.size(); ++i) {
     const ParamRef& p = params_[i];
     const Tensor grad = p.param.grad();
@@ -89,9 +91,16 @@ void Optimizer::step() {
     if (s.slots.empty())
       for (const std::string& slot : slot_names(p)) s.slots[slot] = Tensor::zeros(p.param.shape(), p.param.dtype());
     ++s.step;
-    update(p, grad, s);
+    due_.push_back(i);
   }
+  update_all(due_);
 }
+
+void Optimizer::update_all(const std::vector<size_t>& due) {
+  for (size_t i : due) update_one(i);
+}
+
+void Optimizer::update_one(size_t i) { update(params_[i], params_[i].param.grad(), states_[i]); }
 
 void Optimizer::zero_grad() {
   for (ParamRef& p : params_) p.param.zero_grad();

@@ -98,6 +98,12 @@ class Optimizer {
   Optimizer(std::vector<ParamRef> params, double lr, const char* kind, std::vector<std::string> slot_names);
   // Updates p.param in place from grad; s.step has already been incremented for this update.
   virtual void update(const ParamRef& p, const Tensor& grad, ParamState& s) = 0;
+  // Updates the parameters at indices `due` (those with a gradient, in order; their states already
+  // counted this step). The base calls update_one on each in turn; an optimizer whose updates are
+  // independent and small may spread them over threads (Muon: Note [one matrix per thread]).
+  virtual void update_all(const std::vector<size_t>& due);
+  void update_one(size_t i);
+  ParamState& state_of(size_t i) { return states_[i]; }
   // The slots parameter p keeps: the constructor's list for every parameter, unless an optimizer
   // treats parameters differently (Muon: a momentum buffer for hidden matrices, Adam's two moments
   // for the rest). Creating the state on the first update and load_state() both read it.
@@ -106,6 +112,7 @@ class Optimizer {
  private:
   std::vector<ParamRef> params_;
   std::vector<ParamState> states_;  // parallel to params_; slots empty until the first update
+  std::vector<size_t> due_;         // this step's parameters with a gradient
   std::vector<std::string> slot_names_;
   double lr_;
   const char* kind_;

@@ -4,10 +4,12 @@
 #include "optim/muon.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "framework/kernels/mode.h"
 #include "framework/random.h"
 #include "optim/factory.h"
 #include "optim/grads.h"
@@ -327,6 +329,55 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, MuonByDtype,
                            return std::string(dtype_name(std::get<0>(info.param))) +
                                   (std::get<1>(info.param) ? "Nesterov" : "Plain");
                          });
+
+// Note [one matrix per thread]: with at least two matrices per thread, each thread orthogonalises whole
+// matrices. Every matrix must still get its own update (against the double reference, step by step, on
+// odd sizes), the AdamW parameter AdamW's, and train.deterministic the same bits at 1 and 2 threads.
+TEST(Muon, MatricesSpreadOverThreadsEachTakeTheirOwnUpdate) {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{3, 5}, {17, 3}, {1, 7}, {64, 17}, {33, 65}, {5, 5}};
+  const MuonCoeffs coeffs{0.02, 0.95, 0.1, true};  // Muon's defaults, decay on every matrix
+  auto run = [&](int threads, bool deterministic) {
+    Rng init(31), grads(32);
+    std::vector<ParamRef> params;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      Tensor t = randn({shapes[i].first, shapes[i].second}, init);
+      t.set_requires_grad().set_name("m" + std::to_string(i));
+      params.push_back({t.name(), t, true, true});
+    }
+    Tensor bias = randn({7}, init);
+    bias.set_requires_grad().set_name("bias");
+    params.push_back({"bias", bias, false, false});
+    Muon opt(params, {.lr = coeffs.lr, .momentum = coeffs.momentum, .adamw = {.lr = 1e-3, .weight_decay = 0.1}});
+    // The reference's own copies of the matrices and momentum buffers, in float as the parameters.
+    std::vector<Tensor> expected, buffers;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      expected.push_back(params[i].param.clone()), buffers.push_back(Tensor::zeros(params[i].param.shape()));
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    const kernels::DeterministicScope scope(deterministic);
+    for (int t = 0; t < 3; ++t) {
+      for (size_t i = 0; i < params.size(); ++i) {
+        const Tensor g = randn(params[i].param.shape(), grads);
+        set_grad(params[i], g.to_vector());
+        if (i < shapes.size())
+          muon_update_reference<float>(expected[i].data<float>(), g.data<float>(), buffers[i].data<float>(),
+                                       shapes[i].first, shapes[i].second, coeffs);
+      }
+      opt.step();
+      for (size_t i = 0; i < shapes.size(); ++i)
+        EXPECT_TRUE(tf::testing::all_close(params[i].param, expected[i], 1e-5, 2e-6))
+            << params[i].name << " step " << t + 1 << " at " << threads << " threads";
+    }
+    omp_set_num_threads(saved);
+    std::vector<Tensor> out;
+    for (const ParamRef& p : params) out.push_back(p.param.clone());
+    return out;
+  };
+  run(2, false);
+  run(3, false);  // more threads than the machine may have cores: still each matrix once
+  const std::vector<Tensor> one = run(1, true), two = run(2, true);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(same_bits(one[i], two[i])) << "parameter " << i;
+}
 
 TEST(Muon, WeightDecayIsDecoupledAndOnlyOnDecayParams) {
   // A zero gradient gives U = 0 and O = 0 (the 1e-7 in the norm), so only the decay acts:
