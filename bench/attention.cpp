@@ -136,14 +136,18 @@ int main(int argc, char** argv) {
     // One forward + backward of contestant s (0 naive, 1 flash), adding its times to t.
     auto run = [&](int s, Timing& t) {
       const double t0 = now_seconds();
-      (s == 0 ? tf::kernels::attention_forward_fast : tf::kernels::flash_attention_forward)(
-          {.dims = d, .mask = mask, .queries = x.q.data(), .keys = x.k.data(), .values = x.v.data(),
-           .out = x.out[s].data(), .lse = x.lse[s].data()});
+      const tf::kernels::AttentionForwardArgs<float> forward{.dims = d, .mask = mask, .queries = x.q.data(),
+                                                             .keys = x.k.data(), .values = x.v.data(),
+                                                             .out = x.out[s].data(), .lse = x.lse[s].data()};
+      if (s == 0) tf::kernels::attention_forward_fast(forward);
+      else tf::kernels::flash_attention_forward(forward);
       const double t1 = now_seconds();
-      (s == 0 ? tf::kernels::attention_backward_fast : tf::kernels::flash_attention_backward)(
-          {.dims = d, .mask = mask, .queries = x.q.data(), .keys = x.k.data(), .values = x.v.data(),
-           .out = x.out[s].data(), .lse = x.lse[s].data(), .dout = x.dout.data(), .dqueries = x.dq[s].data(),
-           .dkeys = x.dk[s].data(), .dvalues = x.dv[s].data()});
+      const tf::kernels::AttentionBackwardArgs<float> backward{
+          .dims = d, .mask = mask, .queries = x.q.data(), .keys = x.k.data(), .values = x.v.data(),
+          .out = x.out[s].data(), .lse = x.lse[s].data(), .dout = x.dout.data(), .dqueries = x.dq[s].data(),
+          .dkeys = x.dk[s].data(), .dvalues = x.dv[s].data()};
+      if (s == 0) tf::kernels::attention_backward_fast(backward);
+      else tf::kernels::flash_attention_backward(backward);
       t.forward += t1 - t0;
       t.backward += now_seconds() - t1;
     };

@@ -102,7 +102,6 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
     out = ops::ring_attention(h.queries, h.keys, h.values, {.causal = options.causal, .layout = ctx.shard->layout, .variant = options.variant},
                               *ctx.shard->comm);
   } else {
-    const Heads h = project_heads(x, ctx, 0);
     ops::AttentionOptions attn;
     attn.causal = options.causal;
     attn.key_padding = key_padding;
@@ -112,6 +111,15 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding, c
       attn.dropout = options.attn_dropout;
       attn.dropout_seed = ctx.next_seed();
     }
+    if (!hooks.touches_heads() && !gate.defined() && !ctx.attention_weights) {
+      // The heads read in place from the fused projection (RoPE rotating its queries and keys in one
+      // pass), the output written merged: no head copies.
+      Tensor fused = in_layer("qkv", [&] { return qkv.forward(x); });  // (B, T, (H + 2G) D)
+      if (options.rope) fused = ops::rope_heads(fused, options.n_heads + kv_heads(), head_dim(), options.rope_options);
+      const Tensor merged = hooks.heads_output(ops::attention_qkv(fused, options.n_heads, kv_heads(), attn), x);
+      return in_layer("proj", [&] { return proj.forward(merged); });
+    }
+    const Heads h = project_heads(x, ctx, 0);
     Tensor weights;
     out = ops::attention(h.queries, h.keys, h.values, attn, ctx.attention_weights ? &weights : nullptr);
     if (ctx.attention_weights) ctx.attention_weights->push_back(weights);

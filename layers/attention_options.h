@@ -103,6 +103,9 @@ struct AttentionHooks {
     return false;
   }
 
+  // Whether queries_and_keys or values change the heads (so the layer must cut them out of the
+  // fused projection: ops::attention_qkv has no place for them).
+  bool touches_heads() const { return options.qk_norm || options.value_embeddings; }
   // q (B, H, T, D) and k (B, G, T, D), one head's D features per row, before RoPE rotates them.
   void queries_and_keys(Tensor& q, Tensor& k) const {
     if (options.qk_norm) {

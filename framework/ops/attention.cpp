@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/autograd/tape.h"
+#include "framework/ops/heads.h"
 #include "framework/kernels/cpu/attention.h"
 #include "framework/kernels/cpu/flash_attention.h"
 #include "framework/kernels/mode.h"
@@ -20,25 +21,23 @@ namespace {
 using kernels::AttentionDims;
 using kernels::AttentionMask;
 
-AttentionDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+// The dims of q (B, H, T_q, D), k (B, H_kv, T_k, D), v (B, H_kv, T_k, D_v), checked.
+AttentionDims attention_dims(const Shape& q, const Shape& k, const Shape& v, const AttentionOptions& o) {
   TF_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4,
-           "attention: q, k, v must be (B, H, T, D), got q ", q.shape(), ", k ", k.shape(), ", v ", v.shape());
-  check_same_dtype("attention", q, k);
-  check_same_dtype("attention", q, v);
+           "attention: q, k, v must be (B, H, T, D), got q ", q, ", k ", k, ", v ", v);
   AttentionDims d;
-  d.batch = q.dim(0);
-  d.heads = q.dim(1);
-  d.q_len = q.dim(2);
-  d.head_dim = q.dim(3);
-  d.kv_heads = k.dim(1);
-  d.kv_len = k.dim(2);
-  d.value_dim = v.dim(3);
-  TF_CHECK(k.dim(0) == d.batch && v.dim(0) == d.batch && v.dim(1) == d.kv_heads && v.dim(2) == d.kv_len &&
-               k.dim(3) == d.head_dim,
-           "attention: expected q (B, H, T_q, D), k (B, H_kv, T_k, D), v (B, H_kv, T_k, D_v), got q ", q.shape(),
-           ", k ", k.shape(), ", v ", v.shape());
+  d.batch = q[0];
+  d.heads = q[1];
+  d.q_len = q[2];
+  d.head_dim = q[3];
+  d.kv_heads = k[1];
+  d.kv_len = k[2];
+  d.value_dim = v[3];
+  TF_CHECK(k[0] == d.batch && v[0] == d.batch && v[1] == d.kv_heads && v[2] == d.kv_len && k[3] == d.head_dim,
+           "attention: expected q (B, H, T_q, D), k (B, H_kv, T_k, D), v (B, H_kv, T_k, D_v), got q ", q, ", k ", k,
+           ", v ", v);
   TF_CHECK(d.kv_heads > 0 && d.heads % d.kv_heads == 0, "attention: query heads H = ", d.heads,
-           " must be a multiple of key/value heads H_kv = ", d.kv_heads, " (q ", q.shape(), ", k ", k.shape(), ")");
+           " must be a multiple of key/value heads H_kv = ", d.kv_heads, " (q ", q, ", k ", k, ")");
   TF_CHECK(d.head_dim > 0 || o.scale != 0, "attention: head size D = 0 needs an explicit scale");
   d.scale = o.scale != 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(d.head_dim));
   TF_CHECK(std::isfinite(d.scale), "attention: scale must be finite, got ", o.scale);
@@ -84,32 +83,41 @@ kernels::AttentionScores make_scores(const kernels::AttentionVariant& variant, c
   return scores;
 }
 
-struct AttentionNode : Node {
-  Tensor q, k, v;                 // saved inputs
-  Tensor out;                     // saved: the output, for D = rowsum(dO * O)
-  Tensor log_sum_exp;             // (B, H, T_q): P = exp(scale Q K^T - lse) is recomputed from it
+// What both attention nodes save besides their inputs: the output, for delta = rowsum(dO * O), the
+// lse from which P = exp(scale Q K^T - lse) is recomputed, and the mask and modifiers' state.
+struct AttentionSaved {
+  Tensor out;                     // (B, H, T_q, D_v), or (B, T_q, H D_v) for attention_qkv
+  Tensor log_sum_exp;             // (B, H, T_q)
   AttentionDims dims;
   bool causal = false;
   std::vector<uint8_t> key_keep;  // (B, T_k) or empty
   kernels::AttentionVariant variant;
   Tensor relative_bias;            // saved input: (H, buckets) or undefined
   std::vector<int32_t> bucket_of;  // T5 bias: bucket of each distance, or empty
+
+  // The backward arguments of float32 or float64 but the input pointers and their gradients.
+  template <class T>
+  kernels::AttentionBackwardArgs<T> backward_args(const Tensor& dout, Tensor& dbias) const {
+    if (relative_bias.defined()) dbias = Tensor::zeros(relative_bias.shape(), relative_bias.dtype());
+    return {.dims = dims, .mask = make_mask(causal, key_keep, variant),
+            .scores = make_scores(variant, relative_bias, bucket_of), .out = out.data<T>(),
+            .lse = log_sum_exp.data<T>(), .dout = dout.data<T>(),
+            .drelative_bias = dbias.defined() ? dbias.data<T>() : nullptr};
+  }
+};
+
+struct AttentionNode : Node, AttentionSaved {
+  Tensor q, k, v;  // saved inputs
   const char* op_name() const override { return "attention"; }
   void backward() override {
     const Tensor dout = outputs[0].grad();
-    const AttentionMask mask = make_mask(causal, key_keep, variant);
     Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
-           dv = Tensor::empty(v.shape(), v.dtype());
-    Tensor dbias = relative_bias.defined() ? Tensor::zeros(relative_bias.shape(), relative_bias.dtype()) : Tensor();
+           dv = Tensor::empty(v.shape(), v.dtype()), dbias;
     dispatch(q.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const kernels::AttentionBackwardArgs<T> a{.dims = dims, .mask = mask,
-                                                .scores = make_scores(variant, relative_bias, bucket_of),
-                                                .queries = q.data<T>(), .keys = k.data<T>(),
-                                                .values = v.data<T>(), .out = out.data<T>(),
-                                                .lse = log_sum_exp.data<T>(), .dout = dout.data<T>(),
-                                                .dqueries = dq.data<T>(), .dkeys = dk.data<T>(), .dvalues = dv.data<T>(),
-                                                .drelative_bias = dbias.defined() ? dbias.data<T>() : nullptr};
+      kernels::AttentionBackwardArgs<T> a = backward_args<T>(dout, dbias);
+      a.queries = q.data<T>(), a.keys = k.data<T>(), a.values = v.data<T>();
+      a.dqueries = dq.data<T>(), a.dkeys = dk.data<T>(), a.dvalues = dv.data<T>();
       attention_backward_kernel(a);
     });
     accumulate_grad(q, std::move(dq));
@@ -118,6 +126,33 @@ struct AttentionNode : Node {
     if (dbias.defined()) accumulate_grad(relative_bias, std::move(dbias));
   }
 };
+
+// attention_qkv's flash path: Q, K, V read in place from qkv (B, T, (H + 2 H_kv) D), O written as
+// (B, T, H D), and dQ, dK, dV written in place into dqkv, all through one FlashLayout.
+struct QkvAttentionNode : Node, AttentionSaved {
+  Tensor qkv;  // saved input
+  kernels::FlashLayout layout;
+  const char* op_name() const override { return "attention_qkv"; }
+  void backward() override {
+    const Tensor dout = outputs[0].grad();  // (B, T, H D)
+    Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype()), dbias;
+    kernels::AttentionBackwardArgs<float> a = backward_args<float>(dout, dbias);
+    const int64_t q_width = dims.heads * dims.head_dim, k_width = dims.kv_heads * dims.head_dim;
+    a.queries = qkv.data<float>(), a.keys = a.queries + q_width, a.values = a.keys + k_width;
+    a.dqueries = dqkv.data<float>(), a.dkeys = a.dqueries + q_width, a.dvalues = a.dkeys + k_width;
+    kernels::flash_attention_backward(a, layout);
+    accumulate_grad(qkv, std::move(dqkv));
+    if (dbias.defined()) accumulate_grad(relative_bias, std::move(dbias));
+  }
+};
+
+// The layout of Q, K, V inside qkv (B, T, (H + 2 H_kv) D) and of O as (B, T, H D).
+kernels::FlashLayout qkv_layout(const AttentionDims& d) {
+  const int64_t width = (d.heads + 2 * d.kv_heads) * d.head_dim;  // one row of qkv
+  const kernels::RowStrides in{.batch = d.q_len * width, .head = d.head_dim, .row = width};
+  return {.queries = in, .keys = in, .values = in,
+          .out = {.batch = d.q_len * d.heads * d.head_dim, .head = d.head_dim, .row = d.heads * d.head_dim}};
+}
 
 }  // namespace
 
@@ -134,7 +169,9 @@ void check_relative_bias(const char* op, const Tensor& bias, int64_t heads, cons
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
                  Tensor* weights_out) {
-  const AttentionDims d = attention_dims(q, k, v, options);
+  check_same_dtype("attention", q, k);
+  check_same_dtype("attention", q, v);
+  const AttentionDims d = attention_dims(q.shape(), k.shape(), v.shape(), options);
   std::vector<uint8_t> key_keep = key_keep_bytes(options.key_padding, d);
   check_relative_bias("attention", options.relative_bias, d.heads, options.variant, q.dtype());
   std::vector<int32_t> bucket_of = kernels::relative_bucket_table(options.variant, options.causal, d.kv_len);
@@ -160,14 +197,43 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     node->q = q;
     node->k = k;
     node->v = v;
-    node->out = out;
-    node->log_sum_exp = lse;
-    node->dims = d;
-    node->causal = options.causal;
-    node->variant = options.variant;
-    node->key_keep = std::move(key_keep);
-    node->relative_bias = options.relative_bias;
-    node->bucket_of = std::move(bucket_of);
+    static_cast<AttentionSaved&>(*node) = {out, lse, d, options.causal, std::move(key_keep), options.variant,
+                                           options.relative_bias, std::move(bucket_of)};
+    record(std::move(node), {out});
+  }
+  return out;
+}
+
+Tensor attention_qkv(const Tensor& qkv, int64_t heads, int64_t kv_heads, const AttentionOptions& options) {
+  TF_CHECK(qkv.rank() == 3 && heads > 0 && kv_heads > 0 && qkv.dim(2) % (heads + 2 * kv_heads) == 0,
+           "attention_qkv: expected (B, T, (H + 2 H_kv) D) for H = ", heads, ", H_kv = ", kv_heads, ", got ",
+           qkv.describe());
+  const int64_t B = qkv.dim(0), T = qkv.dim(1), D = qkv.dim(2) / (heads + 2 * kv_heads);
+  const AttentionDims d = attention_dims({B, heads, T, D}, {B, kv_heads, T, D}, {B, kv_heads, T, D}, options);
+  std::vector<uint8_t> key_keep = key_keep_bytes(options.key_padding, d);
+  const AttentionMask mask = make_mask(options.causal, key_keep, options.variant);
+  if (qkv.dtype() != DType::f32 || !kernels::use_fast<float>() || !kernels::flash_attention_preferred(d, mask) ||
+      qkv.numel() == 0) {
+    const auto parts = split_heads(qkv, {heads, kv_heads, kv_heads}, D);  // the composition, with its copies
+    return merge_heads(attention(parts[0], parts[1], parts[2], options));
+  }
+  check_relative_bias("attention_qkv", options.relative_bias, d.heads, options.variant, qkv.dtype());
+  std::vector<int32_t> bucket_of = kernels::relative_bucket_table(options.variant, options.causal, d.kv_len);
+  const kernels::FlashLayout layout = qkv_layout(d);
+  Tensor out = Tensor::empty({B, T, heads * D}, qkv.dtype());  // (B, T, H D)
+  Tensor lse = Tensor::empty({B, heads, T}, qkv.dtype());      // (B, H, T)
+  const float* q = qkv.data<float>();
+  kernels::flash_attention_forward({.dims = d, .mask = mask,
+                                    .scores = make_scores(options.variant, options.relative_bias, bucket_of),
+                                    .queries = q, .keys = q + heads * D, .values = q + (heads + kv_heads) * D,
+                                    .out = out.data<float>(), .lse = lse.data<float>()},
+                                   layout);
+  if (needs_grad(qkv, options.relative_bias)) {
+    auto node = std::make_unique<QkvAttentionNode>();
+    node->qkv = qkv;
+    node->layout = layout;
+    static_cast<AttentionSaved&>(*node) = {out, lse, d, options.causal, std::move(key_keep), options.variant,
+                                           options.relative_bias, std::move(bucket_of)};
     record(std::move(node), {out});
   }
   return out;

@@ -48,6 +48,15 @@ struct AttentionOptions {
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {},
                  Tensor* weights_out = nullptr);
 
+// merge_heads(attention(split_heads(qkv, {H, H_kv, H_kv}, D), options)): the fused QKV projection's
+// output (B, T, (H + 2 H_kv) D) -> (B, T, H D), self-attention (T_q = T_k = T), the composition's
+// values and gradients. Where the tiled kernel runs (float32, flash_attention_preferred) it reads the
+// heads in place and writes the merged output directly (kernels::FlashLayout), with no copy of the
+// heads either way, forward or backward; elsewhere it is the composition. No weights_out: a caller
+// that inspects the probabilities takes the composition.
+//   Tensor merged = ops::attention_qkv(qkv.forward(x), H, H_kv, {.causal = true});  // (B, T, H D)
+Tensor attention_qkv(const Tensor& qkv, int64_t heads, int64_t kv_heads, const AttentionOptions& options = {});
+
 // The kernel ops::attention runs: the reference for float64 (and in reference mode), for float32
 // the tiled (flash) or the materialised fast kernel (flash_attention_preferred). For ops that call
 // attention on parts of their inputs (ring_attention.h).

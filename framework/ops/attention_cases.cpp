@@ -1,6 +1,7 @@
-// Gradient-check cases for attention: every mask combination, rows with no visible key, grouped
-// heads, T_q != T_k, dropout with a fixed seed, a value size unlike the key size, odd sizes, and the
-// variants (window, ALiBi, T5's learned relative bias, and every row of Note [variant options]).
+// Gradient-check cases for attention and attention_qkv: every mask combination, rows with no
+// visible key, grouped heads, T_q != T_k, dropout with a fixed seed, a value size unlike the key
+// size, odd sizes, and the variants (window, ALiBi, T5's learned relative bias, and every row of
+// Note [variant options]).
 #include "framework/ops/attention.h"
 #include "framework/ops/cases.h"
 
@@ -100,6 +101,15 @@ void add_attention_cases(std::vector<OpCase>& cases) {
               {.causal = true, .variant = {.relative_buckets = 4, .relative_max_distance = 4}});
   add_t5_case(cases, "attention (T5 bias, bidirectional + padding, GQA)", {2, 4, 2, 5, 5, 2, 2},
               {.key_padding = padding, .variant = {.relative_buckets = 6, .relative_max_distance = 8}});
+
+  // attention_qkv on the fused projection's output (B, T, (H + 2 H_kv) D): in float64 it is the
+  // composition with split_heads and merge_heads; its float32 in-place path is held to that
+  // composition bit for bit (tests/framework/heads_test.cpp).
+  cases.push_back({"attention_qkv (GQA, causal + padding)", "(2, 5, (4 + 2 x 2) x 2) -> (2, 5, 4 x 2)",
+                   [](Rng& rng) { return std::vector<Tensor>{gradcheck_input(rng, {2, 5, 16}, "qkv")}; },
+                   [padding](const std::vector<Tensor>& in) {
+                     return attention_qkv(in[0], 4, 2, {.causal = true, .key_padding = padding});
+                   }});
 
   // Every row of Note [variant options] by its example, so that a new row is gradient-checked
   // without a line here: causal, both ways with padding, and after T5's learned bias (a score

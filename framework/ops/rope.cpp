@@ -113,36 +113,45 @@ std::shared_ptr<const RopeTable> rope_table(int64_t positions, int64_t head_dim,
   return table;
 }
 
-// The rotation of every pair of every row; `inverse` rotates by -angle (backward).
-// Memory-bound and branch-free: this one loop serves as reference and fast kernel alike.
+// Which columns of a row rope rotates: a row of W columns whose first `heads` groups of D columns
+// are rotated, the rest copied. rope(): W = D, one head; rope_heads(): W = (H + 2G) D, H + G heads.
+struct RotatedColumns {
+  int64_t head_dim, heads, width;
+};
+
+// The rotation of every pair of every rotated head of every row; `inverse` rotates by -angle
+// (backward). Memory-bound and branch-free: this one loop serves as reference and fast kernel alike.
 template <class T>
-void rope_rotate(const T* x, T* y, int64_t rows, int64_t seq_len, int64_t head_dim, int64_t offset,
+void rope_rotate(const T* x, T* y, int64_t rows, int64_t seq_len, const RotatedColumns& cols, int64_t offset,
                  const RopeTable& table, bool inverse) {
-  const int64_t pairs = head_dim / 2;
+  const int64_t pairs = cols.head_dim / 2, rotated = cols.heads * cols.head_dim;
   const T sign = inverse ? T(-1) : T(1);
-#pragma omp parallel for schedule(static) if (rows * head_dim > (1 << 15))
+#pragma omp parallel for schedule(static) if (rows * cols.width > (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {  // r over (..., T)
     const int64_t pos = offset + r % seq_len;
     const T* c = table.cos_data<T>() + pos * pairs;  // (D/2)
     const T* s = table.sin_data<T>() + pos * pairs;  // (D/2)
-    const T* xr = x + r * head_dim;                  // (D)
-    T* yr = y + r * head_dim;                        // (D)
-    for (int64_t i = 0; i < pairs; ++i) {
-      const T x0 = xr[2 * i], x1 = xr[2 * i + 1], si = sign * s[i];
-      yr[2 * i] = x0 * c[i] - x1 * si;
-      yr[2 * i + 1] = x0 * si + x1 * c[i];
+    for (int64_t h = 0; h < cols.heads; ++h) {
+      const T* xr = x + r * cols.width + h * cols.head_dim;  // (D)
+      T* yr = y + r * cols.width + h * cols.head_dim;        // (D)
+      for (int64_t i = 0; i < pairs; ++i) {
+        const T x0 = xr[2 * i], x1 = xr[2 * i + 1], si = sign * s[i];
+        yr[2 * i] = x0 * c[i] - x1 * si;
+        yr[2 * i + 1] = x0 * si + x1 * c[i];
+      }
     }
+    std::copy(x + r * cols.width + rotated, x + (r + 1) * cols.width, y + r * cols.width + rotated);
   }
 }
 
-Tensor rope_apply(const Tensor& x, const RopeOptions& o, bool inverse) {
-  const int64_t seq_len = x.dim(-2), head_dim = x.dim(-1), rows = x.numel() / std::max<int64_t>(head_dim, 1);
+Tensor rope_apply(const Tensor& x, const RopeOptions& o, const RotatedColumns& cols, bool inverse) {
+  const int64_t seq_len = x.dim(-2), rows = x.numel() / std::max<int64_t>(cols.width, 1);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   if (x.numel() == 0) return y;
-  const auto table = rope_table(o.position_offset + seq_len, head_dim, o);
+  const auto table = rope_table(o.position_offset + seq_len, cols.head_dim, o);
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    rope_rotate<T>(x.data<T>(), y.data<T>(), rows, seq_len, head_dim, o.position_offset, *table, inverse);
+    rope_rotate<T>(x.data<T>(), y.data<T>(), rows, seq_len, cols, o.position_offset, *table, inverse);
   });
   return y;
 }
@@ -150,11 +159,24 @@ Tensor rope_apply(const Tensor& x, const RopeOptions& o, bool inverse) {
 struct RopeNode : Node {
   GradRef x;  // not saved for its values: only so its gradient can be accumulated
   RopeOptions options;
+  RotatedColumns cols;
   const char* op_name() const override { return "rope"; }
   // y = m R x with R orthogonal and m the magnitude, so dx = m R^T dy: the rotation by -angle,
-  // scaled by the same m (the table holds m cos and m sin).
-  void backward() override { accumulate_grad(x, rope_apply(outputs[0].grad(), options, true)); }
+  // scaled by the same m (the table holds m cos and m sin); copied columns pass dy through.
+  void backward() override { accumulate_grad(x, rope_apply(outputs[0].grad(), options, cols, true)); }
 };
+
+Tensor record_rope(const Tensor& x, const RopeOptions& options, const RotatedColumns& cols) {
+  Tensor y = rope_apply(x, options, cols, false);
+  if (needs_grad(x)) {
+    auto node = std::make_unique<RopeNode>();
+    node->x = GradRef(x);
+    node->options = options;
+    node->cols = cols;
+    record(std::move(node), {y});
+  }
+  return y;
+}
 
 }  // namespace
 
@@ -183,14 +205,16 @@ Tensor rope(const Tensor& x, const RopeOptions& options) {
   TF_CHECK(x.dim(-1) % 2 == 0, "rope: head size D must be even to form rotation pairs, got D = ", x.dim(-1),
            " in ", x.describe());
   check_options(options);
-  Tensor y = rope_apply(x, options, false);
-  if (needs_grad(x)) {
-    auto node = std::make_unique<RopeNode>();
-    node->x = GradRef(x);
-    node->options = options;
-    record(std::move(node), {y});
-  }
-  return y;
+  return record_rope(x, options, {.head_dim = x.dim(-1), .heads = 1, .width = x.dim(-1)});
+}
+
+Tensor rope_heads(const Tensor& x, int64_t rotated_heads, int64_t head_dim, const RopeOptions& options) {
+  TF_CHECK(x.rank() == 3 && head_dim > 0 && head_dim % 2 == 0 && rotated_heads >= 0 &&
+               rotated_heads * head_dim <= x.dim(2),
+           "rope_heads: expected (B, T, W) with ", rotated_heads, " heads of an even size D = ", head_dim,
+           " within W, got ", x.describe());
+  check_options(options);
+  return record_rope(x, options, {.head_dim = head_dim, .heads = rotated_heads, .width = x.dim(2)});
 }
 
 }  // namespace tf::ops

@@ -76,6 +76,12 @@ void check_rope_scaling(const RopeScaling& scaling);
 // Backward is the inverse rotation (the rotation is orthogonal).
 Tensor rope(const Tensor& x, const RopeOptions& options = {});
 
+// x (B, T, W), the fused QKV projection's output (W = (H + 2G) D): its first rotated_heads heads
+// of D columns (the queries' and the keys', H + G) rotated as rope() rotates them after
+// split_heads, row t at position t; the columns after them (the values) pass unchanged. The same
+// values bit for bit, in one pass and without cutting the heads out (for ops::attention_qkv).
+Tensor rope_heads(const Tensor& x, int64_t rotated_heads, int64_t head_dim, const RopeOptions& options = {});
+
 // cos and sin of the angles at position options.position_offset, (D / 2) floats each, from the
 // table ops::rope uses: for a fused decoding kernel that rotates one row itself
 // (kernels/cpu/decode_step.h). `table` keeps the pointers valid.

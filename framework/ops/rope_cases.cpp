@@ -1,5 +1,5 @@
 // Gradient-check cases for rope: default positions, an offset with linear position scaling, YaRN and
-// NTK-aware scaling, D = 2.
+// NTK-aware scaling, D = 2; rope_heads on a fused (B, T, (H + 2G) D) row.
 #include "framework/ops/cases.h"
 #include "framework/ops/rope.h"
 
@@ -28,6 +28,10 @@ void add_rope_cases(std::vector<OpCase>& cases) {
                    }});
   cases.push_back({"rope (D=2, rank 2)", "(3, 2)", one({3, 2}),
                    [](const std::vector<Tensor>& in) { return rope(in[0]); }});
+  cases.push_back({"rope_heads (H 2 + G 1 of D 4 rotated, V copied, offset 3)", "(2, 5, (2 + 2 x 1) x 4)",
+                   one({2, 5, 16}), [](const std::vector<Tensor>& in) {
+                     return rope_heads(in[0], 3, 4, {.position_offset = 3});
+                   }});
 }
 
 }  // namespace tf::ops

@@ -293,6 +293,85 @@ TEST(FlashAttention, BitIdenticalRunToRunAndAcrossThreadCounts) {
   }
 }
 
+// The layout of ops::attention_qkv (FlashLayout): Q, K, V as column ranges of one fused
+// (B, T, H D + H_kv D + H_kv D_v) buffer, O and dO as (B, T, H D_v). `to_fused` copies a
+// contiguous (B, heads, T, width) tensor into its columns [offset, offset + heads width) of rows
+// `stride` floats long; `from_fused` copies them back.
+struct Fused {
+  int64_t batch, len, stride;
+  void to_fused(const std::vector<float>& x, int64_t heads, int64_t width, int64_t offset, std::vector<float>& f) const {
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < len; ++t)
+          std::copy_n(x.data() + ((b * heads + h) * len + t) * width, width,
+                      f.data() + (b * len + t) * stride + offset + h * width);
+  }
+  std::vector<float> from_fused(const std::vector<float>& f, int64_t heads, int64_t width, int64_t offset) const {
+    std::vector<float> x(batch * heads * len * width);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < len; ++t)
+          std::copy_n(f.data() + (b * len + t) * stride + offset + h * width, width,
+                      x.data() + ((b * heads + h) * len + t) * width);
+    return x;
+  }
+  RowStrides strides(int64_t width) const { return {.batch = len * stride, .head = width, .row = stride}; }
+};
+
+// Flash in the fused layout, results copied back to the contiguous layout. NaN-filled outputs show
+// any element the kernels forget to write.
+Result<float> run_flash_fused(const Problem& p) {
+  const AttentionDims& d = p.d;
+  const int64_t width = (d.heads + d.kv_heads) * d.head_dim + d.kv_heads * d.value_dim;
+  const int64_t k_at = d.heads * d.head_dim, v_at = k_at + d.kv_heads * d.head_dim;
+  const Fused in{d.batch, d.q_len, width}, outs{d.batch, d.q_len, d.heads * d.value_dim};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> qkv(d.batch * d.q_len * width, nan), dqkv(qkv.size(), nan), dout(p.dout.size(), nan),
+      out(p.dout.size(), nan);
+  in.to_fused(p.q, d.heads, d.head_dim, 0, qkv);
+  in.to_fused(p.k, d.kv_heads, d.head_dim, k_at, qkv);
+  in.to_fused(p.v, d.kv_heads, d.value_dim, v_at, qkv);
+  outs.to_fused(p.dout, d.heads, d.value_dim, 0, dout);
+  const FlashLayout layout{in.strides(d.head_dim), in.strides(d.head_dim), in.strides(d.value_dim),
+                           outs.strides(d.value_dim)};
+  Result<float> r;
+  r.lse.assign(d.batch * d.heads * d.q_len, nan), r.probs.assign(r.lse.size() * d.kv_len, nan);
+  flash_attention_forward({.dims = d, .mask = p.mask(), .scores = p.scores(), .queries = qkv.data(),
+                           .keys = qkv.data() + k_at, .values = qkv.data() + v_at, .out = out.data(),
+                           .lse = r.lse.data(), .probs = r.probs.data()},
+                          layout);
+  flash_attention_backward({.dims = d, .mask = p.mask(), .scores = p.scores(), .queries = qkv.data(),
+                            .keys = qkv.data() + k_at, .values = qkv.data() + v_at, .out = out.data(),
+                            .lse = r.lse.data(), .dout = dout.data(), .dqueries = dqkv.data(),
+                            .dkeys = dqkv.data() + k_at, .dvalues = dqkv.data() + v_at},
+                           layout);
+  r.out = outs.from_fused(out, d.heads, d.value_dim, 0);
+  r.dq = in.from_fused(dqkv, d.heads, d.head_dim, 0);
+  r.dk = in.from_fused(dqkv, d.kv_heads, d.head_dim, k_at);
+  r.dv = in.from_fused(dqkv, d.kv_heads, d.value_dim, v_at);
+  return r;
+}
+
+// The fused layout changes where rows are read and written, never the arithmetic or its order: the
+// results are the contiguous kernel's bit for bit (which the cases above hold to the reference),
+// on the self-attention cases (T_q = T_k), with padding, grouped heads, D_v != D, dropout, windows
+// and ALiBi; with one (batch, kv head) pair, dQ goes through the chunk partial sums.
+TEST(FlashAttention, FusedLayoutGivesTheContiguousResultsBitForBit) {
+  std::vector<Case> cases;
+  for (const Case& c : odd_cases())
+    if (c.q_len == c.kv_len) cases.push_back(c);
+  cases.push_back({"one_pair_D16", 1, 4, 1, 200, 200, 16, 16, true, Padding::none});
+  ASSERT_GE(cases.size(), 60u);
+  for (const Case& c : cases) {
+    const Problem p = make_problem(c, 31 + c.q_len);
+    const Result<float> fused = run_flash_fused(p), contiguous = run_flash(p);
+    EXPECT_TRUE(identical(fused, contiguous)) << c.name;
+    EXPECT_TRUE(std::equal(fused.probs.begin(), fused.probs.end(), contiguous.probs.begin(), contiguous.probs.end(),
+                           [](float s, float t) { return std::bit_cast<uint32_t>(s) == std::bit_cast<uint32_t>(t); }))
+        << c.name << ": probs";
+  }
+}
+
 TEST(FlashAttention, ScratchDoesNotGrowWithTheSquareOfTheSequence) {
   AttentionDims d{1, 4, 4, 1024, 1024, 32, 32};
   const int64_t forward = flash_attention_scratch_bytes(d, 2, false), backward = flash_attention_scratch_bytes(d, 2, true);

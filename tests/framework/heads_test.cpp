@@ -1,11 +1,13 @@
 // split_heads and merge_heads against the chains of shape ops they replace (split + reshape +
 // transpose, transpose + reshape), forward and backward, on odd sizes and on one large enough for
-// the threaded copy; and their errors. (Gradients against finite differences: the op cases.)
+// the threaded copy; attention_qkv against split_heads + attention + merge_heads; and their errors.
+// (Gradients against finite differences: the op cases.)
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "framework/autograd/tape.h"
+#include "framework/ops/attention.h"
 #include "framework/ops/elementwise.h"
 #include "framework/ops/heads.h"
 #include "framework/ops/reduce.h"
@@ -86,6 +88,65 @@ TEST(MergeHeads, MatchesTransposeReshape) {
     EXPECT_EQ(fused_grad, x.grad().to_vector()) << shape;
     x.zero_grad();
   }
+}
+
+struct QkvCase {
+  int64_t batch, seq, heads, kv_heads, head_dim;
+  ops::AttentionOptions options;
+};
+
+// attention_qkv reads the heads in place (float32, where the tiled kernel runs) and otherwise is the
+// composition; either way its output and the gradients of qkv and of T5's table must be the
+// composition's bit for bit (the same kernel, the same arithmetic in the same order). Odd sizes,
+// grouped heads, padding, dropout and the T5 bias; T = 3 takes the composition inside the op.
+TEST(AttentionQkv, MatchesSplitAttentionMergeBitForBit) {
+  const Tensor pad = Tensor::from_vector(std::vector<double>(2 * 63, 1.0), {2, 63}, DType::f32);
+  std::vector<double> left_padded(3 * 17, 1.0);
+  left_padded[17] = left_padded[18] = 0;
+  const Tensor pad17 = Tensor::from_vector(left_padded, {3, 17}, DType::f32);
+  const std::vector<QkvCase> cases = {
+      {3, 17, 4, 2, 8, {.causal = true, .key_padding = pad17}},
+      {2, 63, 6, 1, 33, {.causal = true}},
+      {2, 63, 4, 4, 16, {.key_padding = pad}},
+      {2, 130, 4, 2, 32, {.causal = true, .dropout = 0.2, .dropout_seed = 5}},
+      {2, 63, 4, 2, 16, {.causal = true, .variant = {.relative_buckets = 8, .relative_max_distance = 32}}},
+      {1, 200, 4, 1, 16, {.causal = true}},  // one (batch, kv head) pair: dQ in chunk partial sums
+      {2, 3, 2, 1, 4, {.causal = true}},     // too short for the tiled kernel: the composition
+  };
+  Rng rng(11);
+  for (const QkvCase& c : cases) {
+    const int64_t width = (c.heads + 2 * c.kv_heads) * c.head_dim;
+    Tensor qkv = randn({c.batch, c.seq, width}, rng).set_requires_grad();
+    ops::AttentionOptions o = c.options;
+    if (o.variant.relative_buckets > 0)
+      o.relative_bias = randn({c.heads, o.variant.relative_buckets}, rng).set_requires_grad();
+    const Tensor w = randn({c.batch, c.seq, c.heads * c.head_dim}, rng);
+    auto run = [&](bool fused) {  // output, d qkv, d relative_bias
+      const Tensor out = fused ? ops::attention_qkv(qkv, c.heads, c.kv_heads, o) : [&] {
+        const auto parts = ops::split_heads(qkv, {c.heads, c.kv_heads, c.kv_heads}, c.head_dim);
+        return ops::merge_heads(ops::attention(parts[0], parts[1], parts[2], o));
+      }();
+      backward(ops::sum(ops::mul(out, w)));
+      std::vector<std::vector<double>> r{out.to_vector(), qkv.grad().to_vector()};
+      qkv.zero_grad();
+      if (o.relative_bias.defined()) {
+        r.push_back(o.relative_bias.grad().to_vector());
+        o.relative_bias.zero_grad();
+      }
+      return r;
+    };
+    const auto fused = run(true), composed = run(false);
+    ASSERT_EQ(fused.size(), composed.size());
+    const char* names[] = {"out", "d qkv", "d relative_bias"};
+    for (size_t i = 0; i < fused.size(); ++i)
+      EXPECT_EQ(fused[i], composed[i]) << names[i] << ", B " << c.batch << " T " << c.seq << " D " << c.head_dim;
+  }
+}
+
+TEST(AttentionQkv, Errors) {
+  testing::expect_error([] { ops::attention_qkv(Tensor::zeros({2, 3, 13}), 2, 1); },
+                        "attention_qkv: expected (B, T, (H + 2 H_kv) D) for H = 2, H_kv = 1, got (2, 3, 13) f32");
+  testing::expect_error([] { ops::attention_qkv(Tensor::zeros({2, 3, 16}), 2, 0); }, "attention_qkv: expected");
 }
 
 TEST(SplitHeads, Errors) {

@@ -1,5 +1,6 @@
 // rope: hand-computed values, the rotation's invariants (pair norms, relative-position scores,
-// identity at position 0), offsets, linear position scaling, float against double, errors.
+// identity at position 0), offsets, linear position scaling, float against double, errors; rope_heads
+// against rope on the split heads.
 #include "framework/ops/rope.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,9 @@
 #include <cmath>
 
 #include "framework/autograd/tape.h"
+#include "framework/ops/elementwise.h"
+#include "framework/ops/heads.h"
+#include "framework/ops/reduce.h"
 #include "framework/random.h"
 #include "support/compare.h"
 #include "support/errors.h"
@@ -127,6 +131,41 @@ TEST(Rope, FloatMatchesDouble) {
                         1e-6, 1e-6));
 }
 
+// rope_heads on the fused (B, T, (H + 2G) D) rows: the queries and keys exactly as rope rotates them
+// after split_heads, the values untouched, bit for bit; and its gradient the same as through
+// split_heads + rope (odd sizes: T = 17, D = 6, H = 3, G = 1; an offset; float32).
+TEST(Rope, RopeHeadsMatchesRopeOnTheSplitHeadsBitForBit) {
+  Rng rng(8);
+  const int64_t B = 2, T = 17, H = 3, G = 1, D = 6;
+  Tensor x = randn({B, T, (H + 2 * G) * D}, rng).set_requires_grad();
+  const RopeOptions o{.theta = 500.0, .position_offset = 4};
+  std::vector<Tensor> weights;
+  for (const Shape& s : {Shape{B, H, T, D}, Shape{B, G, T, D}, Shape{B, G, T, D}}) weights.push_back(randn(s, rng));
+  // Values of the three groups and the gradient of sum_g w_g * group_g, one way or the other.
+  auto run = [&](bool fused) {
+    std::vector<Tensor> groups;
+    if (fused) {
+      for (const Tensor& t : ops::split_heads(ops::rope_heads(x, H + G, D, o), {H, G, G}, D)) groups.push_back(t);
+    } else {
+      const auto plain = ops::split_heads(x, {H, G, G}, D);
+      groups = {rope(plain[0], o), rope(plain[1], o), plain[2]};
+    }
+    std::vector<std::vector<double>> out;
+    Tensor loss = Tensor::full({}, 0.0);
+    for (int g = 0; g < 3; ++g) {
+      out.push_back(groups[g].to_vector());
+      loss = ops::add(loss, ops::sum(ops::mul(groups[g], weights[g])));
+    }
+    backward(loss);
+    out.push_back(x.grad().to_vector());
+    x.zero_grad();
+    return out;
+  };
+  const auto fused = run(true), split = run(false);
+  const char* names[] = {"queries", "keys", "values", "gradient"};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(fused[i], split[i]) << names[i];
+}
+
 TEST(Rope, RejectsOddHeadSizeAndBadOptions) {
   const Tensor x = Tensor::zeros({1, 1, 3, 5});
   testing::expect_error([&] { rope(x); }, "D = 5");  // odd D
@@ -135,6 +174,9 @@ TEST(Rope, RejectsOddHeadSizeAndBadOptions) {
   EXPECT_THROW(rope(even, {.position_offset = -1}), Error);
   EXPECT_THROW(rope(even, {.position_scale = 0}), Error);
   EXPECT_THROW(rope(Tensor::zeros({4})), Error);
+  testing::expect_error([] { ops::rope_heads(Tensor::zeros({1, 3, 12}), 3, 5); },
+                        "rope_heads: expected (B, T, W) with 3 heads of an even size D = 5 within W, got (1, 3, 12) f32");
+  testing::expect_error([] { ops::rope_heads(Tensor::zeros({1, 3, 12}), 4, 4); }, "4 heads of an even size D = 4");
 }
 
 }  // namespace

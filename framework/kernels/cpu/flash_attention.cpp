@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "framework/kernels/cpu/block_product.h"
 #include "framework/kernels/cpu/exp.h"
 #include "framework/kernels/cpu/softmax.h"
 #include "framework/sanitize.h"
@@ -22,102 +23,54 @@ namespace tf::kernels {
 
 namespace {
 
+using blocks::block_product;
+using blocks::kTileN;
+using blocks::Operand;
+using blocks::padded;
+using blocks::padded_block;
+
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int64_t kBlockQ = 64;  // Br
 constexpr int64_t kBlockK = 64;  // Bc, a multiple of kTileN
-constexpr int64_t kTileN = 16;   // columns of a register tile: two AVX2 vectors
-constexpr int64_t kTileM = 6;    // rows of a register tile: 12 accumulators + 2 loads of B + 1 broadcast <= 16 ymm
 constexpr int64_t kMinTasks = 8; // Note [flash determinism]
-
-int64_t padded(int64_t n) { return (n + kTileN - 1) / kTileN * kTileN; }
-
-// Note [block products]
-// ~~~~~~~~~~~~~~~~~~~~~
-// C (m, n) = A (m, k) B (k, n), or C += A B when Accumulate. A is read through two strides,
-// a(i, p) = a[i a_row + p a_col], so a transposed block (P^T, dS^T in backward) costs no copy; B and
-// C are row-major with n a multiple of kTileN, B's padding columns zero. A register tile keeps
-// kTileM x kTileN sums for the whole k loop and broadcasts one element of A per row against one
-// contiguous row of B, so the innermost `omp simd` loop over 16 columns is two FMAs on registers.
-// Measured (one thread, process CPU time, 64 x 64 x 32 and 64 x 32 x 64 blocks): 34-42 GFLOP/s,
-// against 39-44 for cblas_sgemm on the same blocks, 15-22 for a row-at-a-time axpy loop (C through
-// memory) and 8-11 for dot products over D (a horizontal sum per score).
-template <int R, bool Accumulate>
-TF_UNINSTRUMENTED  // Note [uninstrumented micro-kernels] (framework/sanitize.h)
-inline void tile(int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c,
-                 int64_t ldc) {
-  float acc[R * kTileN];  // (R, kTileN)
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma omp simd
-    for (int j = 0; j < kTileN; ++j) acc[r * kTileN + j] = Accumulate ? c[r * ldc + j] : 0.0f;
-  for (int64_t p = 0; p < k; ++p) {
-    const float* bp = b + p * ldb;  // (kTileN)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const float ar = a[r * a_row + p * a_col];
-#pragma omp simd
-      for (int j = 0; j < kTileN; ++j) acc[r * kTileN + j] += ar * bp[j];
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma omp simd
-    for (int j = 0; j < kTileN; ++j) c[r * ldc + j] = acc[r * kTileN + j];
-}
-
-template <int R, bool Accumulate>
-void tile_row(int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
-              float* c, int64_t ldc) {
-  for (int64_t j = 0; j < n; j += kTileN) tile<R, Accumulate>(k, a, a_row, a_col, b + j, ldb, c + j, ldc);
-}
-
-template <bool Accumulate>
-void block_product(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
-                   int64_t ldb, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  // The tiles run uninstrumented (Note [uninstrumented micro-kernels]); the spans they touch:
-  // a(i, p) for i < m, p < k; B's rows p < k of n columns; C's rows i < m.
-  if (k > 0) {
-    check_addressable(a, ((m - 1) * a_row + (k - 1) * a_col + 1) * sizeof(float));
-    check_addressable(b, ((k - 1) * ldb + n) * sizeof(float));
-  }
-  check_addressable(c, ((m - 1) * ldc + n) * sizeof(float));
-  int64_t i = 0;
-  for (; i + kTileM <= m; i += kTileM)
-    tile_row<kTileM, Accumulate>(n, k, a + i * a_row, a_row, a_col, b, ldb, c + i * ldc, ldc);
-  const float* ai = a + i * a_row;
-  float* ci = c + i * ldc;
-  switch (m - i) {  // the last m % kTileM rows
-    case 1: return tile_row<1, Accumulate>(n, k, ai, a_row, a_col, b, ldb, ci, ldc);
-    case 2: return tile_row<2, Accumulate>(n, k, ai, a_row, a_col, b, ldb, ci, ldc);
-    case 3: return tile_row<3, Accumulate>(n, k, ai, a_row, a_col, b, ldb, ci, ldc);
-    case 4: return tile_row<4, Accumulate>(n, k, ai, a_row, a_col, b, ldb, ci, ldc);
-    case 5: return tile_row<5, Accumulate>(n, k, ai, a_row, a_col, b, ldb, ci, ldc);
-    default: return;
-  }
-}
 
 // --- Blocks of the inputs -------------------------------------------------------------------------
 
-// dst (cols, Bc) = src (rows, cols)^T, with zero columns from rows to Bc: K^T or V^T of a key block.
-void transpose_block(const float* src, int64_t rows, int64_t cols, float* dst) {
-  for (int64_t c = 0; c < cols; ++c) {
-    float* out = dst + c * kBlockK;
-    for (int64_t r = 0; r < rows; ++r) out[r] = src[r * cols + c];
-    for (int64_t r = rows; r < kBlockK; ++r) out[r] = 0;
-  }
+// The resolved row strides of one operand (FlashLayout): row i of head h of batch entry b starts
+// at at(b, h, i).
+struct Rows {
+  int64_t batch, head, row;
+  int64_t at(int64_t b, int64_t h, int64_t i) const { return b * batch + h * head + i * row; }
+};
+
+Rows resolve(const RowStrides& s, int64_t heads, int64_t len, int64_t width) {
+  if (s.batch == 0 && s.head == 0 && s.row == 0) return {heads * len * width, len * width, width};  // contiguous
+  return {s.batch, s.head, s.row};
 }
 
-// src (rows, cols) as a B operand of row stride padded(cols): itself when cols is already a
-// multiple of kTileN, else a copy into dst with zero padding columns.
-const float* padded_block(const float* src, int64_t rows, int64_t cols, float* dst) {
-  const int64_t ld = padded(cols);
-  if (ld == cols) return src;
-  for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(dst + r * ld, src + r * cols, cols * sizeof(float));
-    std::fill(dst + r * ld + cols, dst + (r + 1) * ld, 0.0f);
+bool contiguous(const FlashLayout& l) {
+  for (const RowStrides& s : {l.queries, l.keys, l.values, l.out})
+    if (s.batch != 0 || s.head != 0 || s.row != 0) return false;
+  return true;
+}
+
+struct Layout {
+  Rows q, k, v, o;  // dQ, dK, dV and dO share them (FlashLayout)
+};
+
+Layout resolve(const AttentionDims& d, const FlashLayout& l) {
+  return {resolve(l.queries, d.heads, d.q_len, d.head_dim), resolve(l.keys, d.kv_heads, d.kv_len, d.head_dim),
+          resolve(l.values, d.kv_heads, d.kv_len, d.value_dim), resolve(l.out, d.heads, d.q_len, d.value_dim)};
+}
+
+// dst (cols, Bc) = src (rows, cols)^T, src's rows `ld` apart, with zero columns from rows to Bc:
+// K^T or V^T of a key block.
+void transpose_block(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
+  for (int64_t c = 0; c < cols; ++c) {
+    float* out = dst + c * kBlockK;
+    for (int64_t r = 0; r < rows; ++r) out[r] = src[r * ld + c];
+    for (int64_t r = rows; r < kBlockK; ++r) out[r] = 0;
   }
-  return dst;
 }
 
 // The union over rows i0 <= i < i1 of their visible runs [key_begin(i), key_end(i)); empty when
@@ -215,23 +168,25 @@ struct ForwardScratch {
 
 // The score block S = scale Q K^T of rows i0.. against keys j0.., masked: the first steps of both
 // the forward and the probabilities sweep.
-void score_block(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores, int64_t b, int64_t h, int64_t i0, int64_t nr,
-                 const float* q_rows, const float* k_head, int64_t j0, int64_t nc, float* kt, float* s) {
-  transpose_block(k_head + j0 * d.head_dim, nc, d.head_dim, kt);
-  block_product<false>(nr, kBlockK, d.head_dim, q_rows, d.head_dim, 1, kt, kBlockK, s, kBlockK);
+void score_block(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores, const Layout& L,
+                 int64_t b, int64_t h, int64_t i0, int64_t nr, const Operand& q_rows, const float* k_head,
+                 int64_t j0, int64_t nc, float* kt, float* s) {
+  transpose_block(k_head + j0 * L.k.row, nc, d.head_dim, L.k.row, kt);
+  block_product<false>(nr, kBlockK, d.head_dim, q_rows.data, q_rows.ld, 1, kt, kBlockK, s, kBlockK);
   mask_scores(d, mask, scores, b, h, i0, nr, j0, nc, s);
 }
 
-void forward_query_block(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores, const float* q, const float* k,
-                         const float* v, float* out, float* lse, float* probs, int64_t b, int64_t h, int64_t qb) {
+void forward_query_block(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores,
+                         const Layout& L, const float* q, const float* k, const float* v, float* out, float* lse,
+                         float* probs, int64_t b, int64_t h, int64_t qb) {
   const int64_t i0 = qb * kBlockQ, nr = std::min(kBlockQ, d.q_len - i0);
   const int64_t row0 = (b * d.heads + h) * d.q_len + i0;  // first row of the block in (B, H, T_q)
-  const int64_t kv = b * d.kv_heads + h / d.group();
-  const float* q_rows = q + row0 * d.head_dim;                // (nr, D)
-  const float* k_head = k + kv * d.kv_len * d.head_dim;       // (T_k, D)
-  const float* v_head = v + kv * d.kv_len * d.value_dim;      // (T_k, D_v)
+  const int64_t kvh = h / d.group();
+  const float* k_head = k + L.k.at(b, kvh, 0);  // (T_k, D), rows L.k.row apart
+  const float* v_head = v + L.v.at(b, kvh, 0);  // (T_k, D_v), rows L.v.row apart
   const int64_t dvp = padded(d.value_dim);
   ForwardScratch w(d);
+  const Operand q_rows{q + L.q.at(b, h, i0), L.q.row};  // (nr, D)
   std::fill(w.acc, w.acc + nr * dvp, 0.0f);
   std::fill(w.m, w.m + nr, kNegInf);
   std::fill(w.l, w.l + nr, 0.0f);
@@ -240,7 +195,7 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
   for (int64_t j0 = run.lo / kBlockK * kBlockK; j0 < run.hi; j0 += kBlockK) {
     const int64_t nc = std::min(kBlockK, d.kv_len - j0);
     if (!any_key_kept(d, mask, b, j0, j0 + nc) || !mask.block_allowed(d, i0, i0 + nr, j0, j0 + nc)) continue;
-    score_block(d, mask, scores, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
+    score_block(d, mask, scores, L, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
     // Online softmax (Algorithm 1's running m and l): m_new = max(m, rowmax S), P = exp(S - m_new),
     // l = exp(m - m_new) l + rowsum P, and the accumulator is rescaled by the same exp(m - m_new).
     for (int64_t ii = 0; ii < nr; ++ii) {
@@ -261,12 +216,12 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
       }
     }
     if (d.dropout > 0) apply_dropout(d, row0, nr, j0, nc, w.s);  // l keeps the undropped sum
-    const float* v_block = padded_block(v_head + j0 * d.value_dim, nc, d.value_dim, w.v);  // (nc, D_v padded)
-    block_product<true>(nr, dvp, nc, w.s, kBlockK, 1, v_block, dvp, w.acc, dvp);          // acc += P V
+    const Operand v_block = padded_block(v_head + j0 * L.v.row, nc, d.value_dim, L.v.row, w.v);  // (nc, D_v padded)
+    block_product<true>(nr, dvp, nc, w.s, kBlockK, 1, v_block.data, v_block.ld, w.acc, dvp);  // acc += P V
   }
 
   for (int64_t ii = 0; ii < nr; ++ii) {
-    float* o = out + (row0 + ii) * d.value_dim;  // (D_v)
+    float* o = out + L.o.at(b, h, i0 + ii);  // (D_v)
     if (w.m[ii] == kNegInf) {  // no visible key: output 0, lse -inf (Note [attention masks])
       std::fill(o, o + d.value_dim, 0.0f);
       lse[row0 + ii] = kNegInf;
@@ -283,7 +238,7 @@ void forward_query_block(const AttentionDims& d, const AttentionMask& mask, cons
   for (int64_t j0 = run.lo / kBlockK * kBlockK; j0 < run.hi; j0 += kBlockK) {
     const int64_t nc = std::min(kBlockK, d.kv_len - j0);
     if (!any_key_kept(d, mask, b, j0, j0 + nc) || !mask.block_allowed(d, i0, i0 + nr, j0, j0 + nc)) continue;
-    score_block(d, mask, scores, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
+    score_block(d, mask, scores, L, b, h, i0, nr, q_rows, k_head, j0, nc, w.kt, w.s);
     for (int64_t ii = 0; ii < nr; ++ii)
       if (lse[row0 + ii] != kNegInf) exp_shifted(w.s + ii * kBlockK, lse[row0 + ii], nc, probs + (row0 + ii) * d.kv_len + j0);
   }
@@ -341,6 +296,7 @@ struct BackwardScratch {
 };
 
 struct BackwardArgs {
+  Layout layout;
   const float *q, *k, *v, *dout, *lse, *delta;
   float *dk, *dv;
   const Run* query_runs;  // (n_q) visible run of each query block
@@ -364,30 +320,30 @@ void modifiers_backward(const AttentionDims& d, const AttentionMask& mask, const
 }
 
 // dK, dV of key block [j0, j0 + nc) of kv head kvh of batch entry b, and its share of dQ, added
-// into dq (B, H, T_q, D).
+// into dq (B, H, T_q, D) laid out as dq_rows says.
 void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const AttentionScores& scores,
-                        const BackwardArgs& a, int64_t b,
-                        int64_t kvh, int64_t j0, float* dq, float* drelative_bias) {
+                        const BackwardArgs& a, int64_t b, int64_t kvh, int64_t j0, float* dq, const Rows& dq_rows_at,
+                        float* drelative_bias) {
+  const Layout& L = a.layout;
   const int64_t nc = std::min(kBlockK, d.kv_len - j0), dp = padded(d.head_dim), dvp = padded(d.value_dim);
-  const int64_t kv = b * d.kv_heads + kvh;
-  const float* k_block = a.k + (kv * d.kv_len + j0) * d.head_dim;   // (nc, D)
-  const float* v_block = a.v + (kv * d.kv_len + j0) * d.value_dim;  // (nc, D_v)
+  const float* k_block = a.k + L.k.at(b, kvh, j0);  // (nc, D), rows L.k.row apart
+  const float* v_block = a.v + L.v.at(b, kvh, j0);  // (nc, D_v), rows L.v.row apart
   BackwardScratch w(d);
   std::fill(w.dk, w.dk + nc * dp, 0.0f);
   std::fill(w.dv, w.dv + nc * dvp, 0.0f);
   if (any_key_kept(d, mask, b, j0, j0 + nc)) {
-    transpose_block(k_block, nc, d.head_dim, w.kt);
-    transpose_block(v_block, nc, d.value_dim, w.vt);
-    const float* k_padded = padded_block(k_block, nc, d.head_dim, w.k);  // (nc, D padded)
+    transpose_block(k_block, nc, d.head_dim, L.k.row, w.kt);
+    transpose_block(v_block, nc, d.value_dim, L.v.row, w.vt);
+    const Operand k_padded = padded_block(k_block, nc, d.head_dim, L.k.row, w.k);  // (nc, D padded)
     const float scale = static_cast<float>(d.scale);
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
       for (int64_t i0 = 0, qb = 0; i0 < d.q_len; i0 += kBlockQ, ++qb) {
         const int64_t nr = std::min(kBlockQ, d.q_len - i0), row0 = (b * d.heads + h) * d.q_len + i0;
         if (!a.query_runs[qb].meets(j0, j0 + nc) || !mask.block_allowed(d, i0, i0 + nr, j0, j0 + nc)) continue;
-        const float* q_rows = a.q + row0 * d.head_dim;      // (nr, D)
-        const float* dout_rows = a.dout + row0 * d.value_dim;  // (nr, D_v)
+        const Operand q_rows = padded_block(a.q + L.q.at(b, h, i0), nr, d.head_dim, L.q.row, w.q);  // (nr, D)
+        const Operand dout_rows = padded_block(a.dout + L.o.at(b, h, i0), nr, d.value_dim, L.o.row, w.dout);  // (nr, D_v)
         // P = exp(S - lse), recomputed from the saved lse; rows with lse = -inf see nothing.
-        block_product<false>(nr, kBlockK, d.head_dim, q_rows, d.head_dim, 1, w.kt, kBlockK, w.p, kBlockK);
+        block_product<false>(nr, kBlockK, d.head_dim, q_rows.data, q_rows.ld, 1, w.kt, kBlockK, w.p, kBlockK);
         mask_scores(d, mask, scores, b, h, i0, nr, j0, nc, w.p);
         for (int64_t ii = 0; ii < nr; ++ii) {
           float* p = w.p + ii * kBlockK;  // (Bc)
@@ -402,11 +358,10 @@ void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const
           pd = w.pd;
         }
         // dV += dropout(P)^T dO: A = P^T read through swapped strides.
-        const float* dout_padded = padded_block(dout_rows, nr, d.value_dim, w.dout);  // (nr, D_v padded)
-        block_product<true>(nc, dvp, nr, pd, 1, kBlockK, dout_padded, dvp, w.dv, dvp);
+        block_product<true>(nc, dvp, nr, pd, 1, kBlockK, dout_rows.data, dout_rows.ld, w.dv, dvp);
         // dP = dO V^T; with dropout dP_ij picks up P's keep factor, so that
         // dS = P (keep dP - delta) = dropout(P) dP - P delta, times the scale.
-        block_product<false>(nr, kBlockK, d.value_dim, dout_rows, d.value_dim, 1, w.vt, kBlockK, w.ds, kBlockK);
+        block_product<false>(nr, kBlockK, d.value_dim, dout_rows.data, dout_rows.ld, 1, w.vt, kBlockK, w.ds, kBlockK);
         for (int64_t ii = 0; ii < nr; ++ii) {
           const float* p = w.p + ii * kBlockK;   // (Bc)
           const float* pk = pd + ii * kBlockK;   // (Bc)
@@ -417,52 +372,61 @@ void backward_key_block(const AttentionDims& d, const AttentionMask& mask, const
         }
         modifiers_backward(d, mask, scores, h, i0, nr, j0, nc, w.p, a.lse + row0, w.ds, drelative_bias);
         // dK += scale dS^T Q and dQ += scale dS K.
-        const float* q_padded = padded_block(q_rows, nr, d.head_dim, w.q);  // (nr, D padded)
-        block_product<true>(nc, dp, nr, w.ds, 1, kBlockK, q_padded, dp, w.dk, dp);
-        float* dq_rows = dq + row0 * d.head_dim;  // (nr, D)
+        block_product<true>(nc, dp, nr, w.ds, 1, kBlockK, q_rows.data, q_rows.ld, w.dk, dp);
+        float* dq_rows = dq + dq_rows_at.at(b, h, i0);  // (nr, D), rows dq_rows_at.row apart
         if (dp == d.head_dim) {
-          block_product<true>(nr, dp, nc, w.ds, kBlockK, 1, k_padded, dp, dq_rows, dp);
+          block_product<true>(nr, dp, nc, w.ds, kBlockK, 1, k_padded.data, k_padded.ld, dq_rows, dq_rows_at.row);
         } else {  // through a padded block
-          block_product<false>(nr, dp, nc, w.ds, kBlockK, 1, k_padded, dp, w.dq, dp);
+          block_product<false>(nr, dp, nc, w.ds, kBlockK, 1, k_padded.data, k_padded.ld, w.dq, dp);
           for (int64_t ii = 0; ii < nr; ++ii)
 #pragma omp simd
-            for (int64_t c = 0; c < d.head_dim; ++c) dq_rows[ii * d.head_dim + c] += w.dq[ii * dp + c];
+            for (int64_t c = 0; c < d.head_dim; ++c) dq_rows[ii * dq_rows_at.row + c] += w.dq[ii * dp + c];
         }
       }
     }
   }
-  float* dk_rows = a.dk + (kv * d.kv_len + j0) * d.head_dim;   // (nc, D)
-  float* dv_rows = a.dv + (kv * d.kv_len + j0) * d.value_dim;  // (nc, D_v)
+  float* dk_rows = a.dk + L.k.at(b, kvh, j0);  // (nc, D), rows L.k.row apart
+  float* dv_rows = a.dv + L.v.at(b, kvh, j0);  // (nc, D_v), rows L.v.row apart
   for (int64_t jj = 0; jj < nc; ++jj) {
-    std::copy(w.dk + jj * dp, w.dk + jj * dp + d.head_dim, dk_rows + jj * d.head_dim);
-    std::copy(w.dv + jj * dvp, w.dv + jj * dvp + d.value_dim, dv_rows + jj * d.value_dim);
+    std::copy(w.dk + jj * dp, w.dk + jj * dp + d.head_dim, dk_rows + jj * L.k.row);
+    std::copy(w.dv + jj * dvp, w.dv + jj * dvp + d.value_dim, dv_rows + jj * L.v.row);
   }
 }
 
 }  // namespace
 
-void flash_attention_forward(const AttentionForwardArgs<float>& a) {
+void flash_attention_forward(const AttentionForwardArgs<float>& a, const FlashLayout& layout) {
   const AttentionDims& d = a.dims;
   const AttentionMask& mask = a.mask;
   const float *q = a.queries, *k = a.keys, *v = a.values;
   float *out = a.out, *lse = a.lse, *probs = a.probs;
-  if (degenerate(d)) return attention_forward_reference(a);
+  if (degenerate(d)) {
+    TF_CHECK(contiguous(layout), "flash_attention_forward: empty dims take the reference kernel, which needs "
+             "contiguous operands");
+    return attention_forward_reference(a);
+  }
+  const Layout L = resolve(d, layout);
   const int64_t n_q = blocks_of(d.q_len, kBlockQ), heads = d.batch * d.heads;
   // Tasks (b, h, query block), the last query blocks first: under a causal mask they see the most
   // keys, and dynamic scheduling then fills in with the cheap ones.
 #pragma omp parallel for schedule(dynamic, 1) if (parallel_worth_it(d))
   for (int64_t t = 0; t < n_q * heads; ++t) {
     const int64_t qb = n_q - 1 - t / heads, bh = t % heads;
-    forward_query_block(d, mask, a.scores, q, k, v, out, lse, probs, bh / d.heads, bh % d.heads, qb);
+    forward_query_block(d, mask, a.scores, L, q, k, v, out, lse, probs, bh / d.heads, bh % d.heads, qb);
   }
 }
 
-void flash_attention_backward(const AttentionBackwardArgs<float>& a) {
+void flash_attention_backward(const AttentionBackwardArgs<float>& a, const FlashLayout& layout) {
   const AttentionDims& d = a.dims;
   const AttentionMask& mask = a.mask;
   const float *q = a.queries, *k = a.keys, *v = a.values, *out = a.out, *lse = a.lse, *dout = a.dout;
   float *dq = a.dqueries, *dk = a.dkeys, *dv = a.dvalues;
-  if (degenerate(d)) return attention_backward_reference(a);
+  if (degenerate(d)) {
+    TF_CHECK(contiguous(layout), "flash_attention_backward: empty dims take the reference kernel, which needs "
+             "contiguous operands");
+    return attention_backward_reference(a);
+  }
+  const Layout L = resolve(d, layout);
   const int64_t rows = d.batch * d.heads * d.q_len, q_size = rows * d.head_dim;
   const bool parallel = parallel_worth_it(d);
   // (B, H, T_q) delta = rowsum(dO * O): Algorithm 4 forms it per block inside its loops; like
@@ -470,8 +434,9 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a) {
   storage_pool::Scratch<float> delta(rows);  // pooled: a warm step makes no heap allocation
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t r = 0; r < rows; ++r) {
-    const float* o = out + r * d.value_dim;   // (D_v)
-    const float* g = dout + r * d.value_dim;  // (D_v)
+    const int64_t b = r / (d.heads * d.q_len), h = r / d.q_len % d.heads, i = r % d.q_len;
+    const float* o = out + L.o.at(b, h, i);   // (D_v)
+    const float* g = dout + L.o.at(b, h, i);  // (D_v)
     float sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t c = 0; c < d.value_dim; ++c) sum += g[c] * o[c];
@@ -481,11 +446,15 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a) {
   for (int64_t i0 = 0; i0 < d.q_len; i0 += kBlockQ)
     query_runs[i0 / kBlockQ] = visible_run(d, mask, i0, std::min(i0 + kBlockQ, d.q_len));
 
-  // Note [flash determinism]: chunk 0 adds into dq, chunk c > 0 into dq_parts[c - 1].
+  // Note [flash determinism]: chunk 0 adds into dq, chunk c > 0 into dq_parts[c - 1] (contiguous).
   const int64_t chunks = dq_chunks(d), n_k = blocks_of(d.kv_len, kBlockK);
   storage_pool::Scratch<float> dq_parts((chunks - 1) * q_size, 0.0f);  // (chunks - 1, B, H, T_q, D)
-  std::fill(dq, dq + q_size, 0.0f);
-  const BackwardArgs args{q, k, v, dout, lse, delta.data(), dk, dv, query_runs.data()};
+  const Rows part_rows = resolve(RowStrides{}, d.heads, d.q_len, d.head_dim);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* dq_row = dq + L.q.at(r / (d.heads * d.q_len), r / d.q_len % d.heads, r % d.q_len);  // (D)
+    std::fill(dq_row, dq_row + d.head_dim, 0.0f);
+  }
+  const BackwardArgs args{L, q, k, v, dout, lse, delta.data(), dk, dv, query_runs.data()};
   // T5 bias: each task sums into its own copy of the table's gradient, added in task order after
   // (Note [flash determinism]).
   const int64_t tasks = d.batch * d.kv_heads * chunks;
@@ -497,17 +466,22 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a) {
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t chunk = t % chunks, pair = t / chunks;
     float* dq_sum = chunk == 0 ? dq : dq_parts.data() + (chunk - 1) * q_size;
+    const Rows& dq_sum_rows = chunk == 0 ? L.q : part_rows;
     float* dbias = table_size ? bias_parts.data() + t * table_size : nullptr;
     for (int64_t kb = 0; kb < n_k; ++kb)
       if (chunk_of(kb, chunks) == chunk)
-        backward_key_block(d, mask, a.scores, args, pair / d.kv_heads, pair % d.kv_heads, kb * kBlockK, dq_sum, dbias);
+        backward_key_block(d, mask, a.scores, args, pair / d.kv_heads, pair % d.kv_heads, kb * kBlockK, dq_sum,
+                           dq_sum_rows, dbias);
   }
   for (int64_t t = 0; t < tasks && table_size; ++t)
     for (int64_t e = 0; e < table_size; ++e) a.drelative_bias[e] += bias_parts[t * table_size + e];
   if (chunks > 1) {
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t e = 0; e < q_size; ++e)
-      for (int64_t c = 0; c + 1 < chunks; ++c) dq[e] += dq_parts[c * q_size + e];
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dq_row = dq + L.q.at(r / (d.heads * d.q_len), r / d.q_len % d.heads, r % d.q_len);  // (D)
+      for (int64_t c = 0; c + 1 < chunks; ++c)
+        for (int64_t e = 0; e < d.head_dim; ++e) dq_row[e] += dq_parts[c * q_size + r * d.head_dim + e];
+    }
   }
 }
 

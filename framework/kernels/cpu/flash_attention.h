@@ -28,11 +28,26 @@
 
 namespace tf::kernels {
 
+// Where an operand's rows sit, in floats: row i of head h of batch entry b starts at
+// base + b batch + h head + i row, and its columns are contiguous. All zero (the default) is the
+// contiguous (B, heads, T, width) layout of the reference kernels.
+struct RowStrides {
+  int64_t batch = 0, head = 0, row = 0;
+};
+
+// The layouts of Q, K, V and O; backward writes dQ, dK, dV in the layouts of Q, K, V and reads dO
+// in the layout of O (lse, probs and the relative bias's gradient stay contiguous). This is how
+// ops::attention_qkv reads the heads in place from the fused projection's (B, T, (H + 2 H_kv) D)
+// output and writes O as (B, T, H D): queries {T (H + 2 H_kv) D, D, (H + 2 H_kv) D}, no copies.
+struct FlashLayout {
+  RowStrides queries, keys, values, out;
+};
+
 // As attention_forward_reference; probs, when asked, cost a second sweep per query block.
-void flash_attention_forward(const AttentionForwardArgs<float>& a);
+void flash_attention_forward(const AttentionForwardArgs<float>& a, const FlashLayout& layout = {});
 
 // As attention_backward_reference.
-void flash_attention_backward(const AttentionBackwardArgs<float>& a);
+void flash_attention_backward(const AttentionBackwardArgs<float>& a, const FlashLayout& layout = {});
 
 // Bytes of scratch one call allocates when run on `threads` threads (the benchmark reports it).
 int64_t flash_attention_scratch_bytes(const AttentionDims& d, int threads, bool backward);
