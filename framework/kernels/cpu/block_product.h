@@ -90,7 +90,8 @@ struct Operand {
 
 // src (rows, cols), its rows `ld` apart, as a B operand: itself when cols is already a multiple
 // of kTileN, else a copy into dst (row stride padded(cols)) with zero padding columns. (Copying
-// rows of a fused layout into a contiguous block as well measured no faster: bench_attention_qkv.)
+// rows of a fused layout into contiguous blocks as well, Q, dO and K in backward, measured no
+// faster: 3.05 against 3.03 ms for config A's backward, one thread, three runs each.)
 inline Operand padded_block(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
   const int64_t ldp = padded(cols);
   if (ldp == cols) return {src, ld};

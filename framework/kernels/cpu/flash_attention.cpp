@@ -433,15 +433,15 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a, const Flash
   // FlashAttention-2 (Dao 2023) we form it once.
   storage_pool::Scratch<float> delta(rows);  // pooled: a warm step makes no heap allocation
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t b = r / (d.heads * d.q_len), h = r / d.q_len % d.heads, i = r % d.q_len;
-    const float* o = out + L.o.at(b, h, i);   // (D_v)
-    const float* g = dout + L.o.at(b, h, i);  // (D_v)
-    float sum = 0;
+  for (int64_t bh = 0; bh < d.batch * d.heads; ++bh)
+    for (int64_t i = 0; i < d.q_len; ++i) {
+      const float* o = out + L.o.at(bh / d.heads, bh % d.heads, i);   // (D_v)
+      const float* g = dout + L.o.at(bh / d.heads, bh % d.heads, i);  // (D_v)
+      float sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t c = 0; c < d.value_dim; ++c) sum += g[c] * o[c];
-    delta[r] = sum;
-  }
+      for (int64_t c = 0; c < d.value_dim; ++c) sum += g[c] * o[c];
+      delta[bh * d.q_len + i] = sum;
+    }
   storage_pool::Scratch<Run> query_runs(blocks_of(d.q_len, kBlockQ));  // (n_q)
   for (int64_t i0 = 0; i0 < d.q_len; i0 += kBlockQ)
     query_runs[i0 / kBlockQ] = visible_run(d, mask, i0, std::min(i0 + kBlockQ, d.q_len));
@@ -450,10 +450,6 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a, const Flash
   const int64_t chunks = dq_chunks(d), n_k = blocks_of(d.kv_len, kBlockK);
   storage_pool::Scratch<float> dq_parts((chunks - 1) * q_size, 0.0f);  // (chunks - 1, B, H, T_q, D)
   const Rows part_rows = resolve(RowStrides{}, d.heads, d.q_len, d.head_dim);
-  for (int64_t r = 0; r < rows; ++r) {
-    float* dq_row = dq + L.q.at(r / (d.heads * d.q_len), r / d.q_len % d.heads, r % d.q_len);  // (D)
-    std::fill(dq_row, dq_row + d.head_dim, 0.0f);
-  }
   const BackwardArgs args{L, q, k, v, dout, lse, delta.data(), dk, dv, query_runs.data()};
   // T5 bias: each task sums into its own copy of the table's gradient, added in task order after
   // (Note [flash determinism]).
@@ -468,20 +464,26 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a, const Flash
     float* dq_sum = chunk == 0 ? dq : dq_parts.data() + (chunk - 1) * q_size;
     const Rows& dq_sum_rows = chunk == 0 ? L.q : part_rows;
     float* dbias = table_size ? bias_parts.data() + t * table_size : nullptr;
+    const int64_t b = pair / d.kv_heads, kvh = pair % d.kv_heads;
+    if (chunk == 0)  // the only task that writes these rows of dq: it zeroes them first
+      for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h)
+        for (int64_t i = 0; i < d.q_len; ++i) std::fill_n(dq + L.q.at(b, h, i), d.head_dim, 0.0f);
     for (int64_t kb = 0; kb < n_k; ++kb)
       if (chunk_of(kb, chunks) == chunk)
-        backward_key_block(d, mask, a.scores, args, pair / d.kv_heads, pair % d.kv_heads, kb * kBlockK, dq_sum,
+        backward_key_block(d, mask, a.scores, args, b, kvh, kb * kBlockK, dq_sum,
                            dq_sum_rows, dbias);
   }
   for (int64_t t = 0; t < tasks && table_size; ++t)
     for (int64_t e = 0; e < table_size; ++e) a.drelative_bias[e] += bias_parts[t * table_size + e];
   if (chunks > 1) {
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t r = 0; r < rows; ++r) {
-      float* dq_row = dq + L.q.at(r / (d.heads * d.q_len), r / d.q_len % d.heads, r % d.q_len);  // (D)
-      for (int64_t c = 0; c + 1 < chunks; ++c)
-        for (int64_t e = 0; e < d.head_dim; ++e) dq_row[e] += dq_parts[c * q_size + r * d.head_dim + e];
-    }
+    for (int64_t bh = 0; bh < d.batch * d.heads; ++bh)
+      for (int64_t i = 0; i < d.q_len; ++i) {
+        float* dq_row = dq + L.q.at(bh / d.heads, bh % d.heads, i);  // (D)
+        const int64_t r = bh * d.q_len + i;
+        for (int64_t c = 0; c + 1 < chunks; ++c)
+          for (int64_t e = 0; e < d.head_dim; ++e) dq_row[e] += dq_parts[c * q_size + r * d.head_dim + e];
+      }
   }
 }
 
