@@ -4,7 +4,9 @@
 // kMixerTable has heads) that act around its op rather than on its scores: on each head's queries and
 // keys before RoPE, on its values, and on the heads' outputs side by side before W_O. An option is
 //   - a field of AttentionLayerOptions (ModelConfig::attention_layer, passed unchanged to every
-//     multi-head layer) and its row in kAttentionLayerOptions;
+//     multi-head layer) and its row in kAttentionLayerOptions, which says whether it acts on the
+//     heads one by one (then the layer cuts the heads out of the fused projection instead of reading
+//     them in place: ops::attention_qkv has no place for such an option);
 //   - its parameters and its lines in AttentionHooks below (and, when a parameter has a block of rows
 //     per query head, its name in rows_per_query_head).
 // From there every path of the layer (training, sequence parallel, decoding with the KV cache) calls
@@ -54,12 +56,14 @@ struct AttentionLayerOptions {
 struct AttentionLayerOption {
   const char* key;
   bool (*used)(const AttentionLayerOptions&);
+  bool on_heads;  // acts in AttentionHooks::queries_and_keys or ::values, on the heads one by one
   AttentionLayerOptions example;
 };
 inline constexpr auto kAttentionLayerOptions = std::to_array<AttentionLayerOption>({
-    {"model.qk_norm", [](const AttentionLayerOptions& o) { return o.qk_norm; }, {.qk_norm = true}},
-    {"model.attention_gate", [](const AttentionLayerOptions& o) { return o.attention_gate; }, {.attention_gate = true}},
-    {"model.value_embeddings", [](const AttentionLayerOptions& o) { return o.value_embeddings; },
+    {"model.qk_norm", [](const AttentionLayerOptions& o) { return o.qk_norm; }, true, {.qk_norm = true}},
+    {"model.attention_gate", [](const AttentionLayerOptions& o) { return o.attention_gate; }, false,
+     {.attention_gate = true}},
+    {"model.value_embeddings", [](const AttentionLayerOptions& o) { return o.value_embeddings; }, true,
      {.value_embeddings = true}},
 });
 
@@ -105,7 +109,11 @@ struct AttentionHooks {
 
   // Whether queries_and_keys or values change the heads (so the layer must cut them out of the
   // fused projection: ops::attention_qkv has no place for them).
-  bool touches_heads() const { return options.qk_norm || options.value_embeddings; }
+  bool touches_heads() const {
+    for (const AttentionLayerOption& option : kAttentionLayerOptions)
+      if (option.on_heads && option.used(options)) return true;
+    return false;
+  }
   // q (B, H, T, D) and k (B, G, T, D), one head's D features per row, before RoPE rotates them.
   void queries_and_keys(Tensor& q, Tensor& k) const {
     if (options.qk_norm) {

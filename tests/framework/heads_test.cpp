@@ -122,10 +122,13 @@ TEST(AttentionQkv, MatchesSplitAttentionMergeBitForBit) {
       o.relative_bias = randn({c.heads, o.variant.relative_buckets}, rng).set_requires_grad();
     const Tensor w = randn({c.batch, c.seq, c.heads * c.head_dim}, rng);
     auto run = [&](bool fused) {  // output, d qkv, d relative_bias
+      const size_t nodes_before = tape().size();
       const Tensor out = fused ? ops::attention_qkv(qkv, c.heads, c.kv_heads, o) : [&] {
         const auto parts = ops::split_heads(qkv, {c.heads, c.kv_heads, c.kv_heads}, c.head_dim);
         return ops::merge_heads(ops::attention(parts[0], parts[1], parts[2], o));
       }();
+      // In place (T >= 16 here: the tiled kernel's shapes) one node; the composition three.
+      if (fused) EXPECT_EQ(tape().size() - nodes_before, c.seq >= 16 ? 1u : 3u) << "T " << c.seq;
       backward(ops::sum(ops::mul(out, w)));
       std::vector<std::vector<double>> r{out.to_vector(), qkv.grad().to_vector()};
       qkv.zero_grad();

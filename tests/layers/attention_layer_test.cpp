@@ -1,7 +1,7 @@
 // MultiHeadAttention against the textbook definition (h single-head attentions over slices of the
 // fused qkv weight, concatenated, then W_O), and the invariants it promises: permutation
-// equivariance without positions, RoPE scores that depend only on m - n, and attention weights on
-// request that change nothing.
+// equivariance without positions, RoPE scores that depend only on m - n, attention weights on
+// request that change nothing, and heads read in place that give what heads cut out give.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +9,9 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "framework/autograd/tape.h"
+#include "framework/ops/elementwise.h"
+#include "framework/ops/reduce.h"
 #include "layers/attention.h"
 #include "model_fixtures.h"
 #include "support/compare.h"
@@ -237,6 +240,51 @@ TEST(MultiHeadAttentionLayer, AttentionWeightsOnRequestChangeNothing) {
         EXPECT_NEAR(sum, 1.0, 1e-12);
       }
     }
+  }
+}
+
+// In float32 at T >= 16 the layer reads the heads in place (ops::attention_qkv, ops::rope_heads)
+// unless an option acts on the heads one by one (its row's on_heads) or the weights are asked for;
+// asking for the weights therefore takes the path that cuts the heads out. Both must give the same
+// output and gradients bit for bit, for every row of kAttentionLayerOptions and for none: an option
+// whose row wrongly said it leaves the heads alone would be skipped in place and fail here.
+TEST(MultiHeadAttentionLayer, HeadsReadInPlaceGiveWhatHeadsCutOutGive) {
+  std::vector<AttentionLayerOptions> settings = {{}};
+  for (const AttentionLayerOption& option : kAttentionLayerOptions) settings.push_back(option.example);
+  const int64_t B = 2, T = 20;
+  std::vector<int32_t> ids(B * T);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 5) % kVocab);
+  for (const AttentionLayerOptions& layer_options : settings) {
+    Init init{Rng(3), DType::f32};
+    MultiHeadAttention::Options options = testing::attention_options(4, 2, true, true);
+    options.layer = layer_options;
+    options.vocab_size = kVocab;
+    const MultiHeadAttention layer(options, init);
+    ParamList params;
+    layer.parameters(params, "");
+    Rng rng(5);
+    Tensor x = randn({B, T, 8}, rng).set_requires_grad();
+    const Tensor w = randn({B, T, 8}, rng);
+    auto run = [&](bool cut_out) {  // output, dx, then every parameter's gradient
+      std::vector<Tensor> weights;
+      Context ctx;
+      ctx.token_ids = Tensor::from_ids(ids, {B, T});
+      if (cut_out) ctx.attention_weights = &weights;
+      const Tensor y = layer.forward(x, Tensor(), ctx);
+      backward(ops::sum(ops::mul(y, w)));
+      std::vector<std::vector<double>> r{y.to_vector(), x.grad().to_vector()};
+      x.zero_grad();
+      for (const auto& p : params) {
+        r.push_back(p.tensor.grad().to_vector());
+        Tensor(p.tensor).zero_grad();
+      }
+      return r;
+    };
+    const auto in_place = run(false), cut_out = run(true);
+    const std::string keys = ::testing::PrintToString(layer_options.keys_used());
+    ASSERT_EQ(in_place.size(), cut_out.size());
+    for (size_t i = 0; i < in_place.size(); ++i)
+      EXPECT_EQ(in_place[i], cut_out[i]) << keys << ": " << (i == 0 ? "output" : i == 1 ? "dx" : params[i - 2].name);
   }
 }
 

@@ -432,7 +432,7 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a, const Flash
   // (B, H, T_q) delta = rowsum(dO * O): Algorithm 4 forms it per block inside its loops; like
   // FlashAttention-2 (Dao 2023) we form it once.
   storage_pool::Scratch<float> delta(rows);  // pooled: a warm step makes no heap allocation
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t bh = 0; bh < d.batch * d.heads; ++bh)
     for (int64_t i = 0; i < d.q_len; ++i) {
       const float* o = out + L.o.at(bh / d.heads, bh % d.heads, i);   // (D_v)
@@ -476,7 +476,7 @@ void flash_attention_backward(const AttentionBackwardArgs<float>& a, const Flash
   for (int64_t t = 0; t < tasks && table_size; ++t)
     for (int64_t e = 0; e < table_size; ++e) a.drelative_bias[e] += bias_parts[t * table_size + e];
   if (chunks > 1) {
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
     for (int64_t bh = 0; bh < d.batch * d.heads; ++bh)
       for (int64_t i = 0; i < d.q_len; ++i) {
         float* dq_row = dq + L.q.at(bh / d.heads, bh % d.heads, i);  // (D)
