@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "framework/autograd/tape.h"
-#include "framework/ops/heads.h"
 #include "framework/kernels/cpu/attention.h"
 #include "framework/kernels/cpu/flash_attention.h"
 #include "framework/kernels/mode.h"
 #include "framework/kernels/reference/attention.h"
+#include "framework/ops/heads.h"
 
 namespace tf::ops {
 
